@@ -1,0 +1,1 @@
+"""The ``cogwm`` command line. Nothing else in the package imports from here."""

@@ -1,0 +1,44 @@
+"""Shared pieces of the command line: consoles, the data-directory option, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from cogwm.errors import InputError
+
+console = Console()
+err_console = Console(stderr=True)
+
+DATA_DIR_ENV = "COGWM_DATA_DIR"
+
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help=f"Directory holding the corpora (one folder per corpus); default ${DATA_DIR_ENV}.",
+        show_default=False,
+    ),
+]
+
+
+def resolve_data_dir(data_dir: Path | None) -> Path:
+    """The data directory from ``--data-dir`` or ``$COGWM_DATA_DIR``; an error if neither."""
+    if data_dir is None:
+        env = os.environ.get(DATA_DIR_ENV)
+        if not env:
+            raise InputError(f"no data directory: pass --data-dir or set {DATA_DIR_ENV}")
+        data_dir = Path(env)
+    if not data_dir.is_dir():
+        raise InputError(f"data directory {data_dir} does not exist")
+    return data_dir
+
+
+def print_json(obj: Any) -> None:
+    """Print one JSON object on stdout (no rich markup, so it stays machine-readable)."""
+    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))

@@ -1,0 +1,112 @@
+"""Schema and task-spec behaviour: strictness, lexicon, unknown-vs-zero, DAILY's missing weights."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from cogwm import tasks
+from cogwm.errors import InputError
+from cogwm.schema import (
+    CognitiveState,
+    Dialogue,
+    Dimension,
+    Emotion,
+    Role,
+    StateItem,
+    TaskCapabilityError,
+    Utterance,
+    register_emotion,
+    valence,
+)
+
+
+def test_emotion_label_must_be_in_lexicon() -> None:
+    assert Emotion(label="Hope", intensity=2).label == "hope"
+    with pytest.raises(ValidationError):
+        Emotion(label="happiness", intensity=2)
+    with pytest.raises(ValidationError):
+        Emotion(label="hope", intensity=4)
+
+
+def test_quantified_emotion_is_valence_times_intensity() -> None:
+    # shame has valence -2.5; strong (3) -> -7.5
+    assert Emotion(label="shame", intensity=3).quantified == -7.5
+    assert valence("relief") == 1.5
+
+
+def test_lexicon_extension_keeps_one_value_per_label() -> None:
+    register_emotion("neutral", 0.0)
+    assert Emotion(label="neutral", intensity=1).valence == 0.0
+    with pytest.raises(ValueError, match="already has valence"):
+        register_emotion("hope", 1.0)
+
+
+def test_records_reject_unknown_fields_and_coercion() -> None:
+    with pytest.raises(ValidationError):
+        StateItem(text="x", score=1.0, colour="red")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        StateItem(text="x", score="1.0")  # type: ignore[arg-type]
+
+
+def test_empty_dimension_is_unknown_not_zero() -> None:
+    state = CognitiveState(beliefs=[StateItem(text="a", score=1.0), StateItem(text="b", score=2.0)])
+    assert state.dimension_value(Dimension.BELIEF) == 1.5
+    assert state.dimension_value(Dimension.DESIRE) is None
+    assert state.has_bdi()
+    assert not CognitiveState().has_bdi()
+
+
+def test_turns_group_consecutive_utterances_and_rounds() -> None:
+    speakers = ["sys", "usr", "usr", "sys", "sys", "usr"]
+    dialogue = Dialogue(
+        id="t:1",
+        corpus="test",
+        utterances=[
+            Utterance(
+                index=i,
+                speaker=s,
+                role=Role.USER if s == "usr" else Role.AGENT,
+                text=f"u{i}",
+            )
+            for i, s in enumerate(speakers)
+        ],
+    )
+    turns = dialogue.turns()
+    assert [t.speaker for t in turns] == ["sys", "usr", "sys", "usr"]
+    assert turns[1].text == "u1 u2"
+    assert len(dialogue.user_turns()) == 2
+    assert dialogue.rounds() == 2
+
+
+def test_task_registry_and_weights() -> None:
+    esc = tasks.get("esc")
+    weights = esc.require_weights()
+    assert weights.emotion == pytest.approx(0.5)
+    assert weights.belief == pytest.approx(1 / 6)
+    pd = tasks.get("PD").require_weights()
+    assert (pd.emotion, pd.intention) == pytest.approx((0.1, 0.3))
+    assert tasks.get("MI").require_weights() == tasks.get("PD").require_weights()
+    assert tasks.get("CR").require_good_outcome() == "the user accepted a recommendation"
+
+
+def test_daily_has_neither_weights_nor_good_outcome() -> None:
+    daily = tasks.get("DAILY")
+    with pytest.raises(TaskCapabilityError, match="no composite weights"):
+        daily.require_weights()
+    with pytest.raises(TaskCapabilityError, match="no GoodOutcome"):
+        daily.require_good_outcome()
+
+
+def test_unknown_task_names_choices() -> None:
+    with pytest.raises(InputError, match="known tasks: CR, DAILY, ESC, MI, PD"):
+        tasks.get("XYZ")
+
+
+def test_dialogue_round_trips_through_json() -> None:
+    dialogue = Dialogue(
+        id="t:2",
+        corpus="test",
+        utterances=[Utterance(index=0, speaker="a", role=Role.USER, text="hi")],
+    )
+    assert Dialogue.model_validate_json(dialogue.model_dump_json()) == dialogue
