@@ -8,6 +8,7 @@ is one agent turn followed by one user turn.
 from __future__ import annotations
 
 from enum import StrEnum
+from itertools import pairwise
 
 from pydantic import Field
 
@@ -86,8 +87,4 @@ class Dialogue(Record):
     def rounds(self) -> int:
         """Number of rounds: agent turns immediately followed by a user turn."""
         turns = self.turns()
-        return sum(
-            1
-            for a, b in zip(turns, turns[1:], strict=False)
-            if a.role is Role.AGENT and b.role is Role.USER
-        )
+        return sum(1 for a, b in pairwise(turns) if a.role is Role.AGENT and b.role is Role.USER)

@@ -10,9 +10,9 @@ _ESC_WEIGHTS = TaskWeights(emotion=1 / 2, belief=1 / 6, desire=1 / 6, intention=
 _INFLUENCE_WEIGHTS = TaskWeights(emotion=1 / 10, belief=3 / 10, desire=3 / 10, intention=3 / 10)
 
 
-def _dims(belief: tuple[str, str], desire: tuple[str, str], intention: tuple[str, str]) -> dict[
-    Dimension, DimensionSpec
-]:
+def _dims(
+    belief: tuple[str, str], desire: tuple[str, str], intention: tuple[str, str]
+) -> dict[Dimension, DimensionSpec]:
     return {
         Dimension.BELIEF: DimensionSpec(name=belief[0], meaning=belief[1]),
         Dimension.DESIRE: DimensionSpec(name=desire[0], meaning=desire[1]),
@@ -27,9 +27,7 @@ ESC = TaskSpec(
     user_role="seeker",
     agent_role="supporter",
     initiator_role="supporter",
-    scenario=(
-        "A person in emotional distress talks to a supporter about a problem in their life."
-    ),
+    scenario=("A person in emotional distress talks to a supporter about a problem in their life."),
     dimensions=_dims(
         ("reality", "how realistic and balanced the user's view of their situation is"),
         ("rationality", "how constructive and reasonable what the user wants is"),

@@ -1,0 +1,185 @@
+"""``cogwm data``: corpus statistics, sliding windows and the unified export."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cogwm import corpora
+from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.errors import InputError
+from cogwm.schema import Dialogue, Record
+
+app = typer.Typer(
+    help="Read the corpora: statistics, sliding windows, unified export.",
+    no_args_is_help=True,
+)
+
+CorpusArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Corpus: esconv, persuasionforgood (p4g), dailydialog, annomi or inspired.",
+        show_default=False,
+    ),
+]
+OutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out", help="Output file (JSON Lines), replaced if it exists.", show_default=False
+    ),
+]
+
+
+def _load(corpus: str, data_dir: Path | None) -> list[Dialogue]:
+    spec = corpora.get(corpus)
+    root = resolve_data_dir(data_dir)
+    with err_console.status(f"reading {spec.name} from {root / spec.folder}"):
+        return corpora.load(spec.name, root)
+
+
+def _write_jsonl(out: Path, records: Iterable[Record]) -> int:
+    """Write one JSON record per line through a temporary file; the count written."""
+    if not out.parent.is_dir():
+        raise InputError(f"{out}: directory {out.parent} does not exist")
+    partial = out.with_name(out.name + ".partial")
+    count = 0
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(record.model_dump_json())
+                handle.write("\n")
+                count += 1
+        os.replace(partial, out)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"{out}: cannot write ({exc.strerror})") from None
+    return count
+
+
+@app.command("list")
+def list_corpora(data_dir: DataDirOption = None) -> None:
+    """List the corpora cogwm reads and whether their folders are present."""
+    root = data_dir if data_dir is not None else _optional_root()
+    table = Table("corpus", "aliases", "folder", "release dialogues", "present", title="corpora")
+    for spec in corpora.CORPORA:
+        present = "?" if root is None else ("yes" if (root / spec.folder).is_dir() else "no")
+        table.add_row(
+            spec.name,
+            ", ".join(spec.aliases),
+            spec.folder,
+            f"{spec.release.dialogues:,}",
+            present,
+        )
+    console.print(table)
+
+
+def _optional_root() -> Path | None:
+    try:
+        return resolve_data_dir(None)
+    except InputError:
+        return None
+
+
+@app.command("stats")
+def stats(
+    corpus: CorpusArgument,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Counts (dialogues, utterances, turns, user turns) and label distributions."""
+    spec = corpora.get(corpus)
+    result = corpora.corpus_stats(spec, _load(corpus, data_dir))
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    _print_stats(result)
+    if not result.release.matches:
+        err_console.print(
+            f"[yellow]note:[/] the published release has {result.release.dialogues:,} dialogues "
+            f"and {result.release.utterances:,} utterances; this copy differs"
+        )
+
+
+def _print_stats(result: corpora.CorpusStats) -> None:
+    counts = Table("measure", "value", title=f"{result.corpus}")
+    rows: list[tuple[str, object]] = [
+        ("dialogues", result.dialogues),
+        ("annotated dialogues", result.annotated),
+        ("utterances", result.utterances),
+        ("user utterances", result.user_utterances),
+        ("turns", result.turns),
+        ("user turns", result.user_turns),
+        ("rounds", result.rounds),
+        ("mean turns per dialogue", result.mean_turns_per_dialogue),
+        ("mean user turns per dialogue", result.mean_user_turns_per_dialogue),
+        ("dialogues with a corpus profile", result.with_profile),
+    ]
+    for name, value in rows:
+        if value is not None:
+            counts.add_row(name, _format(value))
+    for split, count in result.splits.items():
+        counts.add_row(f"split {split}", _format(count))
+    console.print(counts)
+    for label, distribution in result.labels.items():
+        total = sum(distribution.values())
+        table = Table("value", "count", "share", title=label)
+        for value, count in distribution.items():
+            table.add_row(value, f"{count:,}", f"{count / total:.1%}" if total else "-")
+        console.print(table)
+
+
+def _format(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+@app.command("windows")
+def windows(
+    corpus: Annotated[
+        list[str],
+        typer.Argument(help="One or more corpora (see `cogwm data list`).", show_default=False),
+    ],
+    out: OutOption,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Write the sliding windows of every dialogue (one JSON per line) and report their count."""
+    names = list(dict.fromkeys(corpora.get(name).name for name in corpus))
+    loaded = {name: _load(name, data_dir) for name in names}
+    per_corpus = {name: list(corpora.iter_windows(dialogues)) for name, dialogues in loaded.items()}
+    everything = [w for ws in per_corpus.values() for w in ws]
+    _write_jsonl(out, everything)
+    lines = [(name, len(loaded[name]), ws) for name, ws in per_corpus.items()]
+    if len(lines) > 1:
+        lines.append(("total", sum(len(d) for d in loaded.values()), everything))
+    for name, n_dialogues, ws in lines:
+        console.print(f"{name}: {_window_report(n_dialogues, ws)}", soft_wrap=True)
+    console.print(f"-> {out}", soft_wrap=True)
+
+
+def _window_report(n_dialogues: int, windows: list[corpora.Window]) -> str:
+    summary = corpora.summarize(windows)
+    share = "-" if summary.share_over_long is None else f"{summary.share_over_long:.1%}"
+    return (
+        f"{summary.windows:,} windows from {n_dialogues:,} dialogues; "
+        f"{summary.over_long:,} ({share}) over {corpora.LONG_WINDOW_WORDS} words"
+    )
+
+
+@app.command("export")
+def export(
+    corpus: CorpusArgument,
+    out: OutOption,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Write the corpus as unified dialogues (one cogwm Dialogue JSON per line)."""
+    dialogues = _load(corpus, data_dir)
+    written = _write_jsonl(out, dialogues)
+    console.print(f"{written:,} dialogues -> {out}", soft_wrap=True)
