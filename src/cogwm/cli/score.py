@@ -1,0 +1,329 @@
+"""``cogwm score``: the turn tier of predictions against gold, and the trajectory and task tiers
+of conversations. Input formats: ``cogwm.metrics.records``."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cogwm import tasks
+from cogwm.cli.common import console, err_console, print_json
+from cogwm.errors import InputError
+from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
+from cogwm.metrics.records import (
+    TrajectoryRecord,
+    pair_fidelity,
+    read_fidelity_file,
+    read_trajectory_file,
+)
+from cogwm.metrics.summary import (
+    DELTA_NAMES,
+    ConversationScores,
+    Estimate,
+    GroupSummary,
+    TrajectorySummary,
+    summarize_trajectories,
+)
+from cogwm.metrics.trajectory import (
+    METRIC_NAMES,
+    EmptyPolicy,
+    MissingEmotionError,
+    composite_series,
+    dimension_deltas,
+    nz_share,
+)
+from cogwm.metrics.turn import FidelityReport, FidelitySample, MetricSummary
+from cogwm.schema import TaskSpec
+
+app = typer.Typer(
+    help="Score predictions (turn tier) and conversations (trajectory and task tiers).",
+    no_args_is_help=True,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge",
+        help="Model address of the LLM judge (e.g. openai:gpt-4o-mini, llamacpp:smollm2).",
+        show_default=False,
+    ),
+]
+ResamplesOption = Annotated[
+    int, typer.Option("--resamples", min=1, help="Bootstrap resamples per confidence interval.")
+]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")]
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+# --- fidelity -----------------------------------------------------------------------------------
+
+
+@app.command("fidelity")
+def fidelity(
+    predictions: Annotated[Path, typer.Argument(help="Predictions (JSON Lines).")],
+    gold: Annotated[Path, typer.Argument(help="Gold records or exported dialogues (JSON Lines).")],
+    as_json: JsonOption = False,
+    judge: JudgeOption = None,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", help="Task whose dimension meanings the judge prompts use."),
+    ] = None,
+    embedding_cache: Annotated[
+        Path | None,
+        typer.Option("--embedding-cache", help="SQLite file caching sentence embeddings."),
+    ] = None,
+    resamples: ResamplesOption = DEFAULT_RESAMPLES,
+    seed: SeedOption = 0,
+) -> None:
+    """Turn-tier fidelity of predicted states and utterances against gold (optionally judged)."""
+    from cogwm.metrics.embeddings import CachedEmbedder, MiniLMEmbedder, default_embedder
+    from cogwm.metrics.turn import score_turns, summarize_turns
+
+    spec = tasks.get(task) if task is not None else None
+    samples = pair_fidelity(read_fidelity_file(gold), read_fidelity_file(predictions))
+    embedder = (
+        CachedEmbedder(MiniLMEmbedder(), cache_path=embedding_cache)
+        if embedding_cache is not None
+        else default_embedder()
+    )
+    with err_console.status(f"scoring {len(samples):,} samples"):
+        scores = score_turns(samples, embedder=embedder)
+        report = summarize_turns(
+            samples, scores, embedding_model=embedder.model_id, n_resamples=resamples, seed=seed
+        )
+    judged = _judge_turns(judge, samples, spec, resamples, seed) if judge else None
+    if as_json:
+        out: dict[str, Any] = report.model_dump(mode="json")
+        if judged is not None:
+            out["judge"] = {"model": judge, "metrics": judged}
+        print_json(out)
+        return
+    _print_fidelity(report)
+    if judged is not None:
+        _print_judge(str(judge), judged)
+
+
+def _judge_turns(
+    address: str,
+    samples: list[FidelitySample],
+    task: TaskSpec | None,
+    resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    from cogwm import models
+    from cogwm.metrics.judge import judge_turns, summarize_judge
+
+    model = models.load(address)
+    with err_console.status(f"judging {len(samples):,} samples with {address}"):
+        verdicts = asyncio.run(judge_turns(model, samples, task=task))
+    groups = {s.id: s.group for s in samples if s.group is not None}
+    summary = summarize_judge(verdicts, groups=groups or None, n_resamples=resamples, seed=seed)
+    return {name: s.model_dump(mode="json") for name, s in summary.items()}
+
+
+def _print_fidelity(report: FidelityReport) -> None:
+    table = Table(
+        "metric", "mean", "95% CI", "n", "misses",
+        title=f"turn fidelity over {report.n_samples:,} samples",
+        caption=f"embeddings: {report.embedding_model}",
+    )  # fmt: skip
+    for m in report.metrics.values():
+        table.add_row(m.name, _fmt(m.mean), _ci(m.ci_low, m.ci_high), f"{m.n:,}", _misses(m))
+    console.print(table)
+
+
+def _misses(m: MetricSummary) -> str:
+    if m.misses is None:
+        return ""
+    return f"{m.misses:,} ({m.miss_rate:.1%})" if m.miss_rate is not None else f"{m.misses:,}"
+
+
+def _print_judge(address: str, summary: dict[str, Any]) -> None:
+    table = Table(
+        "metric", "mean (1-5)", "95% CI", "n", "failed", "prompt", title=f"judge {address}"
+    )
+    for s in summary.values():
+        table.add_row(
+            s["name"],
+            _fmt(s["mean"], ".2f"),
+            _ci(s["ci_low"], s["ci_high"]),
+            f"{s['n']:,}",
+            f"{s['n_failed']:,}",
+            f"{s['prompt_id']} v{s['prompt_version']}",
+        )
+    console.print(table)
+
+
+# --- trajectories -------------------------------------------------------------------------------
+
+
+@app.command("trajectories")
+def trajectories(
+    file: Annotated[Path, typer.Argument(help="Conversations (JSON Lines).")],
+    task: Annotated[
+        str, typer.Option("--task", help="Task whose weights apply (ESC, PD, CR, MI).")
+    ],
+    as_json: JsonOption = False,
+    empty: Annotated[
+        EmptyPolicy, typer.Option("--empty", help="Empty B/D/I: count as 0, or carry forward.")
+    ] = EmptyPolicy.ZERO,
+    judge: JudgeOption = None,
+    resamples: ResamplesOption = DEFAULT_RESAMPLES,
+    seed: SeedOption = 0,
+) -> None:
+    """Trajectory metrics (AUC, Δ, PSR, Mono, per-dimension Δ, nz%) and task scores (CTS, GO)."""
+    spec = tasks.get(task)
+    spec.require_weights()
+    records = read_trajectory_file(file)
+    items = [_conversation(file, number, record, spec, empty) for number, record in records]
+    if judge:
+        items = _judge_outcomes(judge, records, items, spec)
+    summary = summarize_trajectories(
+        items, task=spec.name, empty=empty.value, n_resamples=resamples, seed=seed
+    )
+    if as_json:
+        print_json(summary.model_dump(mode="json"))
+        return
+    _print_trajectories(summary)
+
+
+def _conversation(
+    path: Path, number: int, record: TrajectoryRecord, task: TaskSpec, empty: EmptyPolicy
+) -> ConversationScores:
+    if record.states is None:
+        scores = list(record.scores or [])
+        deltas, nz = None, None
+    else:
+        try:
+            scores = composite_series(record.states, task, empty)
+        except MissingEmotionError as exc:
+            raise InputError(f"{path}, line {number} ({record.id}): {exc}") from None
+        deltas = dimension_deltas(record.states, empty)
+        nz = nz_share(record.states)
+    bad = next((i for i, s in enumerate(scores) if not math.isfinite(s)), None)
+    if bad is not None:
+        raise InputError(f"{path}, line {number} ({record.id}): score {bad} is not finite")
+    return ConversationScores(
+        id=record.id,
+        scores=scores,
+        deltas=deltas,
+        nz=nz,
+        agent=record.agent,
+        scenario=record.scenario,
+        good_outcome=record.good_outcome,
+    )
+
+
+def _judge_outcomes(
+    address: str,
+    records: list[tuple[int, TrajectoryRecord]],
+    items: list[ConversationScores],
+    task: TaskSpec,
+) -> list[ConversationScores]:
+    from dataclasses import replace
+
+    from cogwm import models
+    from cogwm.metrics.judge import judge_good_outcome
+
+    task.require_good_outcome()
+    dialogues = [
+        (r.id, [(line.role, line.text) for line in r.transcript])
+        for _, r in records
+        if r.transcript
+    ]
+    if len(dialogues) < len(records):
+        err_console.print(
+            f"[yellow]note:[/] {len(records) - len(dialogues):,} conversations have no transcript;"
+            " their stored GoodOutcome (if any) is kept"
+        )
+    model = models.load(address)
+    with err_console.status(f"judging GoodOutcome of {len(dialogues):,} conversations"):
+        verdicts = {
+            v.dialogue_id: v for v in asyncio.run(judge_good_outcome(model, dialogues, task))
+        }
+    out = []
+    for item in items:
+        verdict = verdicts.get(item.id)
+        if verdict is None:
+            out.append(item)
+        else:
+            out.append(
+                replace(
+                    item,
+                    good_outcome=verdict.good_outcome,
+                    good_outcome_failed=verdict.good_outcome is None,
+                )
+            )
+    return out
+
+
+_LABELS = {"auc": "AUC", "delta": "Δ", "psr": "PSR", "mono": "Mono", "cts": "CTS", "nz": "nz%"}
+
+
+def _estimate_row(name: str, e: Estimate) -> list[str]:
+    return [_LABELS.get(name, name), _fmt(e.mean), _ci(e.ci_low, e.ci_high), f"{e.n:,}"]
+
+
+def _print_group(title: str, group: GroupSummary) -> None:
+    table = Table("metric", "mean", "95% CI", "n", title=title)
+    for name in ("cts", *METRIC_NAMES[:-1], *DELTA_NAMES, "nz"):
+        table.add_row(*_estimate_row(name, group.metrics[name]))
+    if group.good_outcome is not None:
+        table.add_row(*_estimate_row("GO", group.good_outcome))
+    console.print(table)
+    notes = [f"{group.conversations:,} conversations"]
+    if group.mean_length is not None:
+        notes.append(f"mean length {group.mean_length:.1f}")
+    if group.undefined:
+        notes.append(f"{group.undefined:,} with fewer than 2 scores (undefined)")
+    if group.good_outcome_failed:
+        notes.append(f"{group.good_outcome_failed:,} GoodOutcome verdicts unparsable")
+    console.print("; ".join(notes))
+
+
+def _print_agents(summary: TrajectorySummary) -> None:
+    dynamics = Table(
+        "agent", "CTS", "AUC", "Δ", "PSR", "Mono", "GO", "type",
+        title="agents (CIs paired over shared scenarios; --json has them)",
+    )  # fmt: skip
+    deltas = Table("agent", *DELTA_NAMES, "nz%", title="agents: per-dimension Δ")
+    for agent, group in summary.agents.items():
+        m = group.metrics
+        go = group.good_outcome.mean if group.good_outcome is not None else None
+        dynamics.add_row(
+            agent,
+            *(_fmt(m[name].mean) for name in ("cts", *METRIC_NAMES[:-1])),
+            _fmt(go),
+            group.typology.value if group.typology is not None else "-",
+        )
+        deltas.add_row(agent, *(_fmt(m[name].mean) for name in (*DELTA_NAMES, "nz")))
+    console.print(dynamics)
+    console.print(deltas)
+
+
+def _print_trajectories(summary: TrajectorySummary) -> None:
+    _print_group(f"{summary.task} trajectories (empty = {summary.empty})", summary.overall)
+    if summary.agents:
+        _print_agents(summary)
+    if summary.discriminability is not None:
+        console.print(
+            f"discriminability (mean across-agent std of Δ): {summary.discriminability:.3f}"
+        )
+    corr = Table("", *(_LABELS[n] for n in summary.correlations), title="Pearson r")
+    for a, row in summary.correlations.items():
+        corr.add_row(_LABELS[a], *(_fmt(v, ".2f") for v in row.values()))
+    console.print(corr)
+    console.print(f"correlations over {summary.correlation_n:,} trajectories with N >= 2")
