@@ -162,6 +162,18 @@ def test_errors_exit_2_with_one_line(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["windows", "export"])
+def test_unwritable_out_fails_before_reading_the_corpus(tmp_path: Path, command: str) -> None:
+    # The data directory is missing too: the output path is checked first, so a typo in --out
+    # does not cost a whole corpus read before it is reported.
+    out = tmp_path / "no" / "such" / "out.jsonl"
+    result = runner.invoke(
+        app, [command, "annomi", "--out", str(out), "--data-dir", str(tmp_path / "missing")]
+    )
+    assert result.exit_code != 0
+    assert str(result.exception) == f"{out}: directory {out.parent} does not exist"
+
+
 @pytest.mark.parametrize(
     ("name", "dialogues", "utterances"),
     [

@@ -80,6 +80,17 @@ def test_optional_mean_drops_undefined_values_only() -> None:
     assert est is not None and (est.mean, est.n) == (2.0, 2)
 
 
+def test_group_ids_must_match_the_values_one_to_one() -> None:
+    # One group id short: before, optional_mean indexed past the end (IndexError) and one too
+    # many was silently ignored; both are input errors now.
+    with pytest.raises(InputError, match="expected 3 group ids, got 2"):
+        optional_mean([1.0, None, 3.0], groups=["a", "b"])
+    with pytest.raises(InputError, match="expected 2 group ids, got 3"):
+        optional_mean([1.0, 2.0], groups=["a", "b", "c"])
+    with pytest.raises(InputError, match="expected 2 scenario ids, got 3"):
+        good_outcome_rate([True, False], groups=["s1", "s2", "s3"])
+
+
 def test_scenario_table_averages_trials() -> None:
     table = scenario_table([("A", "s1", 1.0), ("A", "s1", 3.0), ("B", "s2", 4.0)])
     assert table.agents == ("A", "B")

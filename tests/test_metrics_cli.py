@@ -187,6 +187,14 @@ def test_fidelity_errors_are_one_line_and_name_the_problem(tmp_path: Path) -> No
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_non_utf8_line_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"id": "a", "scores": [1.0, 2.0]}\n{"id": "caf\xe9", "scores": [1.0]}\n')
+    done = _run_main("score", "trajectories", str(path), "--task", "ESC")
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: {path}, line 2: not UTF-8 text"
+
+
 def test_fidelity_rejects_invalid_record(tmp_path: Path) -> None:
     bad = _write(
         tmp_path / "bad.jsonl",

@@ -16,6 +16,7 @@ from cogwm.schema import (
     StateItem,
     TaskCapabilityError,
     Utterance,
+    lexicon,
     register_emotion,
     valence,
 )
@@ -35,7 +36,10 @@ def test_quantified_emotion_is_valence_times_intensity() -> None:
     assert valence("relief") == 1.5
 
 
-def test_lexicon_extension_keeps_one_value_per_label() -> None:
+def test_lexicon_extension_keeps_one_value_per_label(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The extension is process-wide: give this test its own, so "neutral" does not leak into
+    # tests that expect the default twelve labels.
+    monkeypatch.setattr(lexicon, "_extra", {})
     register_emotion("neutral", 0.0)
     assert Emotion(label="neutral", intensity=1).valence == 0.0
     with pytest.raises(ValueError, match="already has valence"):

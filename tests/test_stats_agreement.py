@@ -3,8 +3,6 @@ irrCAC examples by Gwet)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
@@ -142,4 +140,5 @@ def test_cohen_kappa_validates() -> None:
         cohen_kappa(["a", None], ["a", "b"])
     with pytest.raises(StatsInputError, match="at least one"):
         cohen_kappa([], [])
-    assert not math.isnan(cohen_kappa(["a", "b"], ["b", "a"]) or 0.0)
+    # Total disagreement: po = 0, pe = 1/2 * 1/2 * 2 = 1/2 -> kappa = (0 - 1/2) / (1 - 1/2) = -1
+    assert cohen_kappa(["a", "b"], ["b", "a"]) == pytest.approx(-1.0)

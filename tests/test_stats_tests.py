@@ -97,6 +97,24 @@ def test_mcnemar_without_discordant_pairs_has_p_one() -> None:
     assert mcnemar([[10, 0], [0, 7]]).p_value == 1.0
 
 
+def test_mcnemar_chi_square_without_discordant_pairs_is_not_significant() -> None:
+    # (|0 - 0| - 1)^2 / 0 is undefined (statsmodels returns inf and p = 0); with no discordant
+    # pair the conditions never disagree, so the exact test answers: statistic 0, p = 1.
+    result = mcnemar([[10, 0], [0, 7]], exact=False)
+    assert (result.statistic, result.p_value, result.exact) == (0.0, 1.0, True)
+
+
+def test_chi_square_and_cramers_v_need_integer_counts() -> None:
+    with pytest.raises(StatsInputError, match="integer counts"):
+        chi_square([[1.5, 2], [3, 4]])
+    with pytest.raises(StatsInputError, match="integer counts"):
+        cramers_v([[1.5, 2], [3, 4]])
+    # Integral floats (e.g. sums of 0/1 arrays) are counts.
+    assert chi_square(np.array([[10.0, 20.0], [30.0, 25.0]])).statistic == pytest.approx(
+        3.5059, abs=1e-4
+    )
+
+
 def test_mcnemar_needs_2x2_integers() -> None:
     with pytest.raises(StatsInputError, match=r"shape \(2, 2\)"):
         mcnemar([[1, 2, 3], [4, 5, 6]])

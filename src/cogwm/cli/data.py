@@ -42,10 +42,15 @@ def _load(corpus: str, data_dir: Path | None) -> list[Dialogue]:
         return corpora.load(spec.name, root)
 
 
-def _write_jsonl(out: Path, records: Iterable[Record]) -> int:
-    """Write one JSON record per line through a temporary file; the count written."""
+def _require_out_dir(out: Path) -> None:
+    """Fail before reading a corpus, not after, when ``out`` cannot be written."""
     if not out.parent.is_dir():
         raise InputError(f"{out}: directory {out.parent} does not exist")
+
+
+def _write_jsonl(out: Path, records: Iterable[Record]) -> int:
+    """Write one JSON record per line through a temporary file; the count written."""
+    _require_out_dir(out)
     partial = out.with_name(out.name + ".partial")
     count = 0
     try:
@@ -152,6 +157,7 @@ def windows(
 ) -> None:
     """Write the sliding windows of every dialogue (one JSON per line) and report their count."""
     names = list(dict.fromkeys(corpora.get(name).name for name in corpus))
+    _require_out_dir(out)
     loaded = {name: _load(name, data_dir) for name in names}
     per_corpus = {name: list(corpora.iter_windows(dialogues)) for name, dialogues in loaded.items()}
     everything = [w for ws in per_corpus.values() for w in ws]
@@ -180,6 +186,7 @@ def export(
     data_dir: DataDirOption = None,
 ) -> None:
     """Write the corpus as unified dialogues (one cogwm Dialogue JSON per line)."""
+    _require_out_dir(out)
     dialogues = _load(corpus, data_dir)
     written = _write_jsonl(out, dialogues)
     console.print(f"{written:,} dialogues -> {out}", soft_wrap=True)

@@ -141,10 +141,17 @@ def optional_mean(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> MeanEstimate | None:
-    """``mean_estimate`` over the defined values (None dropped, with their groups); None if none."""
+    """``mean_estimate`` over the defined values (None dropped, with their groups); None if none.
+
+    Raises:
+        InputError: A groups list of the wrong length, or a non-finite value.
+    """
+    value_list = list(values)
+    if groups is not None and len(groups) != len(value_list):
+        raise InputError(f"groups: expected {len(value_list)} group ids, got {len(groups)}")
     pairs = [
         (v, groups[i] if groups is not None else None)
-        for i, v in enumerate(values)
+        for i, v in enumerate(value_list)
         if v is not None
     ]
     if not pairs:

@@ -73,8 +73,12 @@ def _describe(exc: ValidationError) -> str:
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any], str]]:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{path}, line {number}: not UTF-8 text") from None
             if not line.strip():
                 continue
             try:

@@ -259,22 +259,13 @@ def summarize_trajectories(
         }
         if any(deltas.values()):
             disc = discriminability(deltas)
-    typed = {
-        a: s
-        for a, s in agents.items()
-        if all(s.metrics[m].mean is not None for m in ("auc", "delta", "psr"))
-    }
+    typed: dict[str, CTSComponents] = {}
+    for a, s in agents.items():
+        auc, delta, psr = (s.metrics[m].mean for m in ("auc", "delta", "psr"))
+        if auc is not None and delta is not None and psr is not None:
+            typed[a] = CTSComponents(auc=auc, delta=delta, psr=psr)
     if len(typed) >= 3:
-        kinds = agent_typology(
-            {
-                a: CTSComponents(
-                    auc=float(s.metrics["auc"].mean or 0.0),
-                    delta=float(s.metrics["delta"].mean or 0.0),
-                    psr=float(s.metrics["psr"].mean or 0.0),
-                )
-                for a, s in typed.items()
-            }
-        )
+        kinds = agent_typology(typed)
         agents = {a: s.model_copy(update={"typology": kinds.get(a)}) for a, s in agents.items()}
     correlations = correlation_matrix({name: _columns(results)[name] for name in METRIC_NAMES})
     return TrajectorySummary(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from cogwm.errors import InputError
 from cogwm.metrics.aggregate import MeanEstimate, mean_estimate
 
 
@@ -56,9 +57,16 @@ def good_outcome_rate(
         groups: Optional scenario id per dialogue, so that the CI resamples scenarios.
         n_resamples: Bootstrap resamples.
         seed: Seed of the bootstrap.
+
+    Raises:
+        InputError: ``groups`` does not have one id per verdict.
     """
     verdict_list = list(verdicts)
     group_list = list(groups) if groups is not None else None
+    if group_list is not None and len(group_list) != len(verdict_list):
+        raise InputError(
+            f"groups: expected {len(verdict_list)} scenario ids, got {len(group_list)}"
+        )
     judged = [i for i, v in enumerate(verdict_list) if v is not None]
     values = [1.0 if verdict_list[i] else 0.0 for i in judged]
     kept_groups = [group_list[i] for i in judged] if group_list is not None else None

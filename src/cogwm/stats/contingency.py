@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -39,6 +38,8 @@ def _checked_for_independence(
     table: Sequence[Sequence[float]] | npt.ArrayLike,
 ) -> npt.NDArray[np.float64]:
     counts = count_table(table, "table")
+    if not _integral(counts):
+        raise StatsInputError("table: expected integer counts")
     if counts.sum() == 0:
         raise StatsInputError("table: all counts are zero")
     empty_rows = [i for i, s in enumerate(counts.sum(axis=1)) if s == 0]
@@ -66,7 +67,7 @@ def chi_square(
 
     Raises:
         StatsInputError: The table is not 2-d, has fewer than 2 rows or columns, negative or
-            non-finite counts, or an empty row or column.
+            non-finite or non-integer counts, or an empty row or column.
     """
     from scipy.stats import chi2_contingency
 
@@ -89,7 +90,7 @@ def cramers_v(table: Sequence[Sequence[float]] | npt.ArrayLike) -> float:
     from scipy.stats.contingency import association
 
     counts = _checked_for_independence(table)
-    return float(association(counts.astype(int) if _integral(counts) else counts, method="cramer"))
+    return float(association(counts.astype(np.int64), method="cramer"))
 
 
 def _integral(counts: npt.NDArray[np.float64]) -> bool:
@@ -106,7 +107,9 @@ def mcnemar(
             (e.g. the student without / with the teacher's reasoning). Only the discordant
             cells ``table[0][1]`` and ``table[1][0]`` matter.
         exact: Exact binomial test (True) or chi-square with continuity correction (False).
-            By default exact when there are fewer than 25 discordant pairs.
+            By default exact when there are fewer than 25 discordant pairs. Without any
+            discordant pair the chi-square statistic divides by zero, so the exact test
+            (statistic 0, p = 1) is used whatever ``exact`` says.
 
     Raises:
         StatsInputError: The table is not 2 x 2 of non-negative integer counts.
@@ -118,14 +121,11 @@ def mcnemar(
         raise StatsInputError("table: McNemar's test needs integer counts")
     b, c = int(counts[0, 1]), int(counts[1, 0])
     use_exact = (b + c) < MCNEMAR_EXACT_BELOW if exact is None else exact
+    use_exact = use_exact or b + c == 0
     result = sm_mcnemar(counts, exact=use_exact, correction=True)
-    statistic = float(result.statistic)
-    p_value = float(result.pvalue)
-    if math.isnan(p_value):  # no discordant pair: the two conditions never disagree
-        p_value = 1.0
     return McNemarResult(
-        statistic=statistic,
-        p_value=p_value,
+        statistic=float(result.statistic),
+        p_value=float(result.pvalue),
         exact=use_exact,
         discordant_yes_no=b,
         discordant_no_yes=c,
