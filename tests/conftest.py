@@ -35,3 +35,9 @@ def real_data_dir() -> Path:
 def fixtures_dir() -> Path:
     """Small hand-written corpus fixtures that ship with the tests."""
     return FIXTURES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_model_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Keep every test's model cache out of the user's cache directory."""
+    os.environ["COGWM_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))

@@ -6,7 +6,7 @@ This module is the contract every backend and every caller shares. It imports no
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,9 +56,59 @@ class StructuredMode(StrEnum):
     """How a backend is asked for JSON."""
 
     JSON_SCHEMA = "json_schema"  # response_format json_schema (vLLM, hosted APIs)
-    JSON_OBJECT = "json_object"  # response_format json_object (+schema on llama.cpp)
+    JSON_OBJECT_SCHEMA = "json_object_schema"  # json_object with an enforced "schema" (llama.cpp)
+    JSON_OBJECT = "json_object"  # response_format json_object: JSON, schema only in the prompt
     GRAMMAR = "grammar"  # in-process grammar from the JSON schema
     PROMPT = "prompt"  # schema only in the prompt; validated afterwards
+
+
+class FailureKind(StrEnum):
+    """Why a call (or one attempt at it) failed; decides whether it is retried."""
+
+    RATE_LIMIT = "rate_limit"
+    SERVER = "server_error"
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    UNSUPPORTED = "unsupported"
+    CLIENT = "client_error"
+    INVALID_OUTPUT = "invalid_output"
+
+    @property
+    def retryable(self) -> bool:
+        """Rate limits, server errors, timeouts and lost connections are worth another try."""
+        return self in _RETRYABLE
+
+
+_RETRYABLE = frozenset(
+    {FailureKind.RATE_LIMIT, FailureKind.SERVER, FailureKind.TIMEOUT, FailureKind.CONNECTION}
+)
+
+
+class BackendRequest(_Rec):
+    """What the one backend method receives: everything that shapes the reply."""
+
+    messages: list[Message]
+    sampling: Sampling
+    json_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON schema the reply must follow (with ``mode``)."
+    )
+    mode: StructuredMode | None = Field(
+        default=None, description="How the schema is enforced; None for free text."
+    )
+    schema_name: str = Field(default="output", description="Name of the schema (json_schema mode).")
+    logprobs: int | None = Field(
+        default=None, ge=0, description="Top-k alternatives per generated token; None for none."
+    )
+    candidates: list[str] | None = Field(
+        default=None,
+        description="Strings whose next-token log-probability is wanted from the full "
+        "distribution (multiple-choice scoring). A backend with full logits scores the prompt "
+        "alone and leaves out candidates that are not exactly one token or repeat an earlier "
+        "candidate's token; backends without full logits ignore the field.",
+    )
+    sample: int = Field(
+        default=0, ge=0, description="Sample index; lets seedless fakes vary between samples."
+    )
 
 
 class BackendReply(_Rec):
@@ -67,8 +117,25 @@ class BackendReply(_Rec):
     text: str
     usage: Usage = Field(default_factory=Usage)
     logprobs: list[TokenLogprob] | None = None
+    candidate_logprobs: dict[str, float] | None = Field(
+        default=None,
+        description="Next-token log-probability of each requested candidate, from the full "
+        "distribution (set only by backends that see all logits).",
+    )
     endpoint: str | None = Field(default=None, description="Which endpoint answered.")
     finish_reason: str | None = None
+
+
+class Capabilities(_Rec):
+    """What one endpoint supports, probed once."""
+
+    modes: list[StructuredMode] = Field(
+        description="Structured-output modes that work, best first (PROMPT always works)."
+    )
+    logprobs: bool = Field(description="Returns token log-probabilities with top-k alternatives.")
+    full_logits: bool = Field(
+        default=False, description="Fills ``candidate_logprobs`` from the full distribution."
+    )
 
 
 class Completion(_Rec):
@@ -77,6 +144,7 @@ class Completion(_Rec):
     text: str
     usage: Usage
     logprobs: list[TokenLogprob] | None = None
+    finish_reason: str | None = Field(default=None, description="'length' when max_tokens cut it.")
     model: str
     endpoint: str | None = None
     cached: bool = False
@@ -125,26 +193,59 @@ class CallRecord(_Rec):
     cached: bool
     ok: bool
     error: str | None = None
+    error_kind: FailureKind | None = Field(default=None, description="Set when ``ok`` is False.")
     attempts: int = 1
+
+
+class BackendError(Exception):
+    """Raised by a backend for one failed attempt; the generate path decides what follows.
+
+    ``detail`` is short and never contains credentials (backends scrub it).
+    """
+
+    def __init__(
+        self, kind: FailureKind, detail: str, *, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(f"{kind.value}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.retry_after_s = retry_after_s
 
 
 class ModelCallError(Exception):
     """A model call that failed after the retries. ``reason`` is short and key-free."""
 
-    def __init__(self, reason: str, *, model: str, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        model: str,
+        retryable: bool = False,
+        kind: FailureKind | None = None,
+        attempts: int = 1,
+        call_id: str | None = None,
+    ) -> None:
         super().__init__(f"{model}: {reason}")
         self.reason = reason
         self.model = model
         self.retryable = retryable
+        self.kind = kind
+        self.attempts = attempts
+        self.call_id = call_id  # the CallRecord that reports this failure
 
 
 class UnsupportedFeatureError(ModelCallError):
     """The endpoint does not support a requested feature (never retried)."""
 
+    def __init__(self, reason: str, *, model: str, call_id: str | None = None) -> None:
+        super().__init__(
+            reason, model=model, retryable=False, kind=FailureKind.UNSUPPORTED, call_id=call_id
+        )
+
 
 class StructuredOutputError(ModelCallError):
     """The output did not validate against the schema, even after one repair attempt."""
 
-    def __init__(self, reason: str, *, model: str, raw: str) -> None:
-        super().__init__(reason, model=model)
+    def __init__(self, reason: str, *, model: str, raw: str, call_id: str | None = None) -> None:
+        super().__init__(reason, model=model, kind=FailureKind.INVALID_OUTPUT, call_id=call_id)
         self.raw = raw

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -25,10 +26,19 @@ class Dimension(StrEnum):
 BDI: tuple[Dimension, ...] = (Dimension.BELIEF, Dimension.DESIRE, Dimension.INTENTION)
 
 
+def _lexicon_enum(schema: dict[str, Any]) -> None:
+    schema["enum"] = sorted(valence_table())
+
+
 class Emotion(Record):
     """One emotion label from the lexicon with an intensity 1 (weak) to 3 (strong)."""
 
-    label: str = Field(description="An emotion label from the lexicon.")
+    label: str = Field(
+        description="An emotion label from the lexicon.",
+        # The enum is filled when the schema is generated, so that grammar-constrained decoding
+        # (and the fake backend) only produce labels the lexicon knows, extensions included.
+        json_schema_extra=_lexicon_enum,
+    )
     intensity: int = Field(ge=1, le=3, description="1 weak, 2 moderate, 3 strong.")
     evidence: str = Field(default="", description="A quote from the utterance that grounds it.")
 

@@ -1,0 +1,215 @@
+"""``cogwm models list|check`` and ``cogwm chat``: see and try the models."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from cogwm.cli.common import console, err_console, print_json
+from cogwm.errors import CogwmError, InputError
+
+app = typer.Typer(
+    help="The language models: what is installed, and a round-trip check.", no_args_is_help=True
+)
+
+ModelArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Model address: llamacpp:smollm2, llamacpp:<file.gguf>, openai:<model>, "
+        "hf:<path>[+<adapter>], fake:<name>.",
+        show_default=False,
+    ),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible endpoint(s), comma-separated (openai: models); "
+        "default $COGWM_BASE_URL.",
+        show_default=False,
+    ),
+]
+NoCacheOption = Annotated[
+    bool, typer.Option("--no-cache", help="Neither read nor write the reply cache.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _load(spec: str, base_url: str | None, **options: Any) -> Any:
+    from cogwm import models
+
+    if base_url is not None:
+        if not spec.strip().lower().startswith("openai:"):
+            raise InputError(f"--base-url applies to openai: models, not {spec!r}")
+        options["base_url"] = base_url
+    return models.load(spec, **options)
+
+
+@app.command("list")
+def list_models(as_json: JsonOption = False) -> None:
+    """Show the backends, whether their libraries are installed, and the known model aliases."""
+    from cogwm.models import list_backends, registered_fakes
+    from cogwm.models.llamacpp import ALIASES, alias_path
+
+    backends = list_backends()
+    aliases = [(name, alias, alias_path(alias)) for name, alias in ALIASES.items()]
+    if as_json:
+        print_json(
+            {
+                "backends": [
+                    {
+                        "backend": b.kind.value,
+                        "installed": b.installed,
+                        "requires": b.requires,
+                        "install": b.install_hint,
+                        "example": b.example,
+                    }
+                    for b in backends
+                ],
+                "aliases": [
+                    {
+                        "model": f"llamacpp:{name}",
+                        "installed": path is not None,
+                        "file": str(path) if path else None,
+                        "description": alias.description,
+                    }
+                    for name, alias, path in aliases
+                ],
+                "fakes": [f"fake:{name}" for name in registered_fakes()],
+            }
+        )
+        return
+    table = Table(title="Backends")
+    for column in ("backend", "installed", "requires", "install", "example"):
+        table.add_column(column)
+    for b in backends:
+        table.add_row(
+            b.kind.value, _yes(b.installed), b.requires, escape(b.install_hint), escape(b.example)
+        )
+    console.print(table)
+    known = Table(title="Known models")
+    for column in ("model", "installed", "description"):
+        known.add_column(column)
+    for name, alias, path in aliases:
+        known.add_row(f"llamacpp:{name}", _yes(path is not None), alias.description)
+    for name in registered_fakes():
+        known.add_row(f"fake:{name}", _yes(True), "test double, no model")
+    console.print(known)
+
+
+@app.command("check")
+def check(
+    model: ModelArgument,
+    base_url: BaseUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Round trip through MODEL: latency, tokens/s, structured output and log-probabilities.
+
+    The cache is bypassed so the figures are measured. Exits 1 when the plain or the structured
+    call fails.
+    """
+    from cogwm.models.check import check_model
+
+    loaded = _load(model, base_url, cache=False)
+
+    async def run() -> Any:
+        try:
+            return await check_model(loaded)
+        finally:
+            await loaded.aclose()
+
+    with err_console.status(f"checking {model}"):
+        report = asyncio.run(run())
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        _print_report(report)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _print_report(report: Any) -> None:
+    table = Table(title=f"{report.model}", show_header=False)
+    table.add_column("what")
+    table.add_column("result")
+    caps = report.capabilities
+    rows: list[tuple[str, str]] = [
+        ("identity", report.identity),
+        ("endpoints", ", ".join(report.endpoints)),
+        *((k, v) for k, v in report.details.items()),
+        ("setup", _seconds(report.setup_s)),
+        ("reply", repr(report.reply) if report.reply is not None else "FAILED"),
+        ("latency", _seconds(report.latency_s)),
+        ("tokens/s", f"{report.tokens_per_s:.1f}" if report.tokens_per_s else "-"),
+        ("structured modes", ", ".join(m.value for m in caps.modes) if caps else "-"),
+        (
+            "structured output",
+            ("ok" + (" (after repair)" if report.structured_repaired else ""))
+            if report.structured_ok
+            else f"FAILED: {report.structured_error}",
+        ),
+        ("logprobs", _yes(report.logprobs_ok)),
+        ("choice scoring", f"{report.choice_path.value if report.choice_path else '-'}"),
+    ]
+    for what, result in rows:
+        table.add_row(what, escape(result))
+    console.print(table)
+    for error in report.errors:
+        err_console.print(f"[red]{escape(error)}[/red]")
+
+
+def chat(
+    model: ModelArgument,
+    base_url: BaseUrlOption = None,
+    system: Annotated[
+        str | None, typer.Option("--system", help="A system message.", show_default=False)
+    ] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 0.0,
+    no_cache: NoCacheOption = False,
+) -> None:
+    """Chat with MODEL: one line in, one reply out; reads stdin until EOF or /quit.
+
+    Registered as the top-level command ``cogwm chat``.
+    """
+    from cogwm.models import Message, ModelCallError, Sampling
+
+    loaded = _load(model, base_url, **({"cache": False} if no_cache else {}))
+    sampling = Sampling(max_tokens=max_tokens, temperature=temperature)
+    history: list[Message] = [Message(role="system", content=system)] if system else []
+    interactive = sys.stdin.isatty()
+
+    async def run() -> None:
+        try:
+            while True:
+                if interactive:
+                    err_console.print("[bold]>[/bold] ", end="")
+                line = await asyncio.to_thread(sys.stdin.readline)
+                if not line or line.strip() in ("/quit", "/exit"):
+                    return
+                if not line.strip():
+                    continue
+                history.append(Message(role="user", content=line.rstrip("\n")))
+                try:
+                    done = await loaded.generate(history, sampling, tag="chat")
+                except ModelCallError as exc:
+                    raise CogwmError(str(exc)) from None
+                history.append(Message(role="assistant", content=done.text))
+                typer.echo(done.text)
+        finally:
+            await loaded.aclose()
+
+    asyncio.run(run())
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} s"

