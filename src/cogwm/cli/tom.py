@@ -1,0 +1,691 @@
+"""``cogwm tom ...``: build, verify and run the DialToM theory-of-mind benchmark."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.errors import InputError
+
+if TYPE_CHECKING:
+    from cogwm.models import Model
+    from cogwm.tom.contexts import Context
+    from cogwm.tom.evaluate import EvalSummary
+    from cogwm.tom.generator import GenerationReport, ItemGenerator
+    from cogwm.tom.items import Task, ToMItem
+    from cogwm.tom.open_ended import OpenScoringSummary
+    from cogwm.tom.stats import RateRow
+    from cogwm.tom.store import ToMStore
+
+app = typer.Typer(
+    help="DialToM: theory-of-mind items from real conversations, their verification, "
+    "evaluation and statistics.",
+    no_args_is_help=True,
+)
+
+ItemsArgument = Annotated[
+    Path, typer.Argument(help="Items file (JSON lines).", show_default=False, dir_okay=False)
+]
+DbOption = Annotated[Path, typer.Option("--db", help="SQLite file of the answers.")]
+ModelOption = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        help="Model address: llamacpp:smollm2, openai:<model>, hf:<path>, fake:<name>.",
+        show_default=False,
+    ),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url", help="OpenAI-compatible endpoint(s) for openai: models.", show_default=False
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ConcurrencyOption = Annotated[
+    int, typer.Option("--concurrency", min=1, help="Model calls in flight at once.")
+]
+
+
+def _load_model(spec: str, base_url: str | None) -> Model:
+    from cogwm import models
+
+    options: dict[str, Any] = {}
+    if base_url is not None:
+        if not spec.strip().lower().startswith("openai:"):
+            raise InputError(f"--base-url applies to openai: models, not {spec!r}")
+        options["base_url"] = base_url
+    return models.load(spec, **options)
+
+
+@contextmanager
+def _progress(label: str, total: int) -> Iterator[Callable[[], None]]:
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda: progress.advance(task)
+
+
+def _count_table(items: list[ToMItem], title: str) -> Table:
+    counts = Counter(
+        (
+            i.domain.value,
+            i.task.value,
+            i.attribute.value if i.attribute else "profile",
+            i.variant.value,
+            i.n_options,
+        )
+        for i in items
+    )
+    table = Table(title=title, title_justify="left")
+    for column in ("domain", "task", "attribute", "variant", "options"):
+        table.add_column(column)
+    table.add_column("items", justify="right")
+    for (domain, task, attribute, variant, n_options), n in sorted(counts.items()):
+        table.add_row(domain, task, attribute, variant, str(n_options), str(n))
+    table.add_row("all", "", "", "", "", str(len(items)), style="bold")
+    return table
+
+
+def _counts_json(items: list[ToMItem]) -> list[dict[str, Any]]:
+    counts = Counter(
+        (i.domain.value, i.task.value, i.attribute.value if i.attribute else None, i.variant.value)
+        for i in items
+    )
+    return [
+        {"domain": d, "task": t, "attribute": a, "variant": v, "items": n}
+        for (d, t, a, v), n in sorted(counts.items(), key=lambda kv: str(kv[0]))
+    ]
+
+
+# -- contexts --------------------------------------------------------------------
+
+
+@app.command("contexts")
+def contexts_command(
+    corpus: Annotated[
+        str, typer.Option("--corpus", help="annomi, esconv, persuasionforgood or all.")
+    ] = "all",
+    data_dir: DataDirOption = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the contexts here (JSON lines).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cut the sessions into DialToM contexts (sliding windows) and count them."""
+    from cogwm import corpora
+    from cogwm.tom.contexts import load_contexts, resolve_corpora
+
+    contexts = load_contexts(resolve_corpora(corpus), resolve_data_dir(data_dir))
+    rows = []
+    for name in sorted({c.corpus for c in contexts}):
+        mine = [c for c in contexts if c.corpus == name]
+        words = [corpora.word_count(" ".join(u.text for u in c.utterances)) for c in mine]
+        rows.append(
+            {
+                "corpus": name,
+                "domain": mine[0].domain.value,
+                "sessions": len({c.dialogue.id for c in mine}),
+                "contexts": len(mine),
+                "with_prospective": sum(not c.is_last for c in mine),
+                "over_200_words": sum(w > corpora.LONG_WINDOW_WORDS for w in words),
+                "mean_words": sum(words) / len(words),
+            }
+        )
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as handle:
+            for c in contexts:
+                record = {
+                    "id": c.id,
+                    "corpus": c.corpus,
+                    "domain": c.domain.value,
+                    "dialogue_id": c.dialogue.id,
+                    "index": c.index,
+                    "last": c.is_last,
+                    "lines": [line.model_dump(mode="json") for line in c.lines()],
+                }
+                handle.write(json.dumps(record) + "\n")
+    if as_json:
+        print_json({"corpora": rows, "total": len(contexts)})
+        return
+    table = Table(title="DialToM contexts", title_justify="left")
+    for column in rows[0] if rows else []:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*[f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values()])
+    console.print(table)
+    console.print(f"{len(contexts)} contexts")
+
+
+# -- build -----------------------------------------------------------------------
+
+
+@app.command("build")
+def build_command(
+    out: Annotated[Path, typer.Option("--out", help="Items file to write (JSON lines).")],
+    corpus: Annotated[
+        str, typer.Option("--corpus", help="annomi, esconv, persuasionforgood or all.")
+    ] = "all",
+    source: Annotated[
+        str, typer.Option("--source", help="template (human labels) or llm.")
+    ] = "template",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Generator model (with --source llm).")
+    ] = None,
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", help="retrospective and/or prospective (default both)."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many contexts per corpus.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of distractor choices and order.")] = 13,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="LLM: keep OUT and skip contexts already in it.")
+    ] = False,
+    concurrency: ConcurrencyOption = 4,
+    base_url: BaseUrlOption = None,
+    data_dir: DataDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Build DialToM items from the corpora: template items from human labels, or LLM items."""
+    from cogwm.tom.contexts import load_contexts, resolve_corpora
+    from cogwm.tom.items import Task, read_items, write_items
+
+    tasks = [_task(t) for t in task] if task else list(Task)
+    if source not in {"template", "llm"}:
+        raise InputError(f"--source must be template or llm, got {source!r}")
+    if source == "llm" and model is None:
+        raise InputError("--source llm needs --model")
+    contexts = load_contexts(resolve_corpora(corpus), resolve_data_dir(data_dir))
+    if limit is not None:
+        contexts = _first_per_corpus(contexts, limit)
+    if source == "template":
+        from cogwm.tom.templates import build_template_items
+
+        items = build_template_items(contexts, tasks=tasks, seed=seed)
+        write_items(out, items)
+    else:
+        assert model is not None
+        items = _build_llm(contexts, out, model, tasks, resume, concurrency, base_url)
+        items = read_items(out)
+    if as_json:
+        print_json({"out": str(out), "items": len(items), "counts": _counts_json(items)})
+    else:
+        console.print(_count_table(items, f"{source} items written to {out}"))
+
+
+def _task(name: str) -> Task:
+    from cogwm.tom.items import Task
+
+    try:
+        return Task(name.strip().lower())
+    except ValueError:
+        raise InputError(f"--task must be retrospective or prospective, got {name!r}") from None
+
+
+def _first_per_corpus(contexts: list[Context], limit: int) -> list[Context]:
+    seen: Counter[str] = Counter()
+    kept = []
+    for context in contexts:
+        if seen[context.corpus] < limit:
+            kept.append(context)
+            seen[context.corpus] += 1
+    return kept
+
+
+def _build_llm(
+    contexts: list[Context],
+    out: Path,
+    spec: str,
+    tasks: list[Task],
+    resume: bool,
+    concurrency: int,
+    base_url: str | None,
+) -> list[ToMItem]:
+    from cogwm.tom.generator import ItemGenerator
+    from cogwm.tom.items import read_items, write_items
+
+    done: set[str] = set()
+    if resume and out.exists():
+        done = {i.provenance.window_id for i in read_items(out)}
+    else:
+        write_items(out, [])
+    todo = [c for c in contexts if c.id not in done]
+    generator = ItemGenerator(_load_model(spec, base_url), tasks=tasks, concurrency=concurrency)
+    made: list[ToMItem] = []
+
+    def keep(_: Context, items: list[ToMItem]) -> None:
+        write_items(out, items, append=True)
+        made.extend(items)
+
+    with _progress(f"generating with {spec}", len(todo)) as advance:
+        report = asyncio.run(_run_generator(generator, todo, keep, advance))
+    err_console.print(
+        f"{report.contexts} contexts, {sum(report.items.values())} items, "
+        f"dropped: {dict(report.dropped) or 'none'}"
+        + (f" (skipped {len(contexts) - len(todo)} done contexts)" if done else "")
+    )
+    for example in report.examples:
+        err_console.print(f"  {example}", markup=False)
+    return made
+
+
+async def _run_generator(
+    generator: ItemGenerator,
+    contexts: list[Context],
+    keep: Callable[[Context, list[ToMItem]], None],
+    advance: Callable[[], None],
+) -> GenerationReport:
+    try:
+        return await generator.run(contexts, keep, on_progress=advance)
+    finally:
+        await generator.model.aclose()
+
+
+# -- variants --------------------------------------------------------------------
+
+
+@app.command("variants")
+def variants_command(
+    items_path: ItemsArgument,
+    out: Annotated[Path, typer.Option("--out", help="Items file to write (JSON lines).")],
+    easy: Annotated[
+        bool, typer.Option("--easy", help="Easy set: distractors from other dialogues.")
+    ] = False,
+    counterfactual: Annotated[
+        bool,
+        typer.Option(
+            "--counterfactual", help="Counterfactual probe (profiles written by --model)."
+        ),
+    ] = False,
+    degrade: Annotated[
+        int | None,
+        typer.Option("--degrade", min=0, help="Degradation variants with 0..K history turns."),
+    ] = None,
+    open_ended: Annotated[bool, typer.Option("--open", help="Open-ended prompts.")] = False,
+    references: Annotated[
+        Path | None,
+        typer.Option(
+            "--references", help="CSV of human references (window_id,attribute,reference)."
+        ),
+    ] = None,
+    with_base: Annotated[
+        bool, typer.Option("--with-base", help="Also write the input items to OUT.")
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model for --counterfactual.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the easy distractors.")] = 7,
+    concurrency: ConcurrencyOption = 4,
+    base_url: BaseUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Make variants of items: --easy, --counterfactual, --degrade K, --open."""
+    from cogwm.tom import variants
+    from cogwm.tom.items import read_items, write_items
+
+    if not (easy or counterfactual or degrade is not None or open_ended):
+        raise InputError("choose at least one of --easy, --counterfactual, --degrade K, --open")
+    if counterfactual and model is None:
+        raise InputError("--counterfactual needs --model (it writes the contradictory profiles)")
+    items = read_items(items_path)
+    made: list[ToMItem] = list(items) if with_base else []
+    if easy:
+        made += variants.make_easy(items, seed)
+    if degrade is not None:
+        made += variants.make_degraded(items, degrade)
+    if open_ended:
+        refs = variants.read_references(references) if references else None
+        made += variants.make_open(items, refs)
+    if counterfactual:
+        assert model is not None
+        made += _counterfactuals(items, model, concurrency, base_url)
+    write_items(out, made)
+    if as_json:
+        print_json({"out": str(out), "items": len(made), "counts": _counts_json(made)})
+    else:
+        console.print(_count_table(made, f"variants written to {out}"))
+
+
+def _counterfactuals(
+    items: list[ToMItem], spec: str, concurrency: int, base_url: str | None
+) -> list[ToMItem]:
+    from cogwm.tom.items import Task, Variant
+    from cogwm.tom.variants import build_counterfactuals
+
+    model = _load_model(spec, base_url)
+    todo = [i for i in items if i.task is Task.PROSPECTIVE and i.variant is Variant.HARD]
+
+    async def run(advance: Callable[[], None]) -> tuple[list[ToMItem], list[str]]:
+        try:
+            return await build_counterfactuals(
+                todo, model, concurrency=concurrency, on_done=advance
+            )
+        finally:
+            await model.aclose()
+
+    with _progress(f"counterfactual profiles with {spec}", len(todo)) as advance:
+        made, failures = asyncio.run(run(advance))
+    if failures:
+        err_console.print(
+            f"{len(failures)} counterfactual profiles failed, e.g. {failures[0]}", markup=False
+        )
+    return made
+
+
+# -- verification ----------------------------------------------------------------
+
+
+@app.command("verify-export")
+def verify_export_command(
+    items_path: ItemsArgument,
+    out: Annotated[Path, typer.Option("--out", help="CSV for the verifiers.")],
+) -> None:
+    """Export items for human verifiers (one row per item, gold marked)."""
+    from cogwm.tom.items import read_items
+    from cogwm.tom.verify import export_for_verification
+
+    n = export_for_verification(read_items(items_path), out)
+    console.print(
+        f"{n} items written to {out}; collect votes as a CSV with the columns "
+        "item_id,worker,label (label valid/invalid)"
+    )
+
+
+@app.command("verify")
+def verify_command(
+    items_path: ItemsArgument,
+    votes: Annotated[
+        Path, typer.Option("--votes", help="CSV of votes: item_id,worker,label[,batch].")
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the kept (verified) items here.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Aggregate verifier votes (Dawid-Skene), report Gwet's AC1 and retention, keep verified."""
+    from cogwm.tom.items import read_items, write_items
+    from cogwm.tom.verify import aggregate_votes, keep_verified, read_votes
+
+    items = read_items(items_path)
+    result = aggregate_votes(items, read_votes(votes, {i.id for i in items}))
+    kept = keep_verified(items, result)
+    if out is not None:
+        write_items(out, kept)
+    if as_json:
+        print_json(
+            {
+                "kept": len(kept),
+                "out": str(out) if out else None,
+                "groups": [g.model_dump() for g in result.groups],
+                "p_valid": result.p_valid,
+            }
+        )
+        return
+    table = Table(title="Verification (Dawid-Skene, Gwet's AC1)", title_justify="left")
+    for column in ("task", "domain", "items", "voted", "kept", "retention %", "AC1", "workers"):
+        table.add_column(column)
+    for g in result.groups:
+        table.add_row(
+            g.task,
+            g.domain,
+            str(g.items),
+            str(g.voted),
+            str(g.kept),
+            "—" if g.retention is None else f"{100 * g.retention:.1f}",
+            "—" if g.ac1 is None else f"{g.ac1:.3f}",
+            str(g.workers),
+        )
+    console.print(table)
+    console.print(f"{len(kept)} verified items" + (f" written to {out}" if out else ""))
+
+
+# -- evaluation ------------------------------------------------------------------
+
+
+@app.command("eval")
+def eval_command(
+    items_path: ItemsArgument,
+    model: ModelOption,
+    db: DbOption = Path("runs.sqlite"),
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue a run; skip answered items.")
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N items.")
+    ] = None,
+    sample: Annotated[
+        int | None, typer.Option("--sample", min=1, help="A seeded random sample of N items.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of option order (and --sample).")] = 0,
+    inject_from: Annotated[
+        str | None,
+        typer.Option("--inject-from", help="Teacher model: show its masked reasoning to --model."),
+    ] = None,
+    concurrency: ConcurrencyOption = 4,
+    base_url: BaseUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Score a model on DialToM items; every answer is stored in --db with its raw output."""
+    from cogwm.tom.evaluate import PLAIN, injected_condition
+    from cogwm.tom.items import read_items
+    from cogwm.tom.store import open_store
+
+    items = read_items(items_path)
+    if sample is not None and sample < len(items):
+        items = random.Random(seed).sample(items, sample)
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        raise InputError(f"{items_path}: no items")
+    condition = injected_condition(inject_from) if inject_from else PLAIN
+    with open_store(db) as store:
+        if inject_from is not None:
+            _teacher(items, inject_from, store, seed, concurrency, base_url)
+        summary = _evaluate(
+            items, model, store, seed, condition, inject_from, resume, concurrency, base_url
+        )
+        rows = _run_rates(store, summary.run_id)
+    _print_eval(summary, rows, model, db, as_json)
+
+
+def _teacher(
+    items: list[ToMItem],
+    spec: str,
+    store: ToMStore,
+    seed: int,
+    concurrency: int,
+    base_url: str | None,
+) -> None:
+    from cogwm.tom.evaluate import teacher_reasoning
+
+    teacher = _load_model(spec, base_url)
+
+    async def run(advance: Callable[[], None]) -> EvalSummary:
+        try:
+            return await teacher_reasoning(
+                items, teacher, store, seed=seed, concurrency=concurrency, on_progress=advance
+            )
+        finally:
+            await teacher.aclose()
+
+    with _progress(f"teacher reasoning ({spec})", len(items)) as advance:
+        summary = asyncio.run(run(advance))
+    if summary.failed:
+        err_console.print(
+            f"teacher: {summary.failed} calls failed, e.g. {summary.failures[0]}", markup=False
+        )
+
+
+def _evaluate(
+    items: list[ToMItem],
+    spec: str,
+    store: ToMStore,
+    seed: int,
+    condition: str,
+    teacher: str | None,
+    resume: bool,
+    concurrency: int,
+    base_url: str | None,
+) -> Any:
+    from cogwm.tom.evaluate import evaluate
+
+    model = _load_model(spec, base_url)
+
+    async def run(advance: Callable[[], None]) -> EvalSummary:
+        try:
+            return await evaluate(
+                items,
+                model,
+                store,
+                seed=seed,
+                condition=condition,
+                teacher=teacher,
+                resume=resume,
+                concurrency=concurrency,
+                on_progress=advance,
+            )
+        finally:
+            await model.aclose()
+
+    with _progress(f"evaluating {spec}", len(items)) as advance:
+        return asyncio.run(run(advance))
+
+
+def _run_rates(store: ToMStore, run_id: str) -> list[RateRow]:
+    from cogwm.tom.stats import rate_rows
+
+    answers = [a for a in store.scored_answers() if a.run_id == run_id]
+    return rate_rows(answers, ("model", "domain", "task", "attribute", "variant", "source"))
+
+
+def _print_eval(
+    summary: EvalSummary, rows: list[RateRow], model: str, db: Path, as_json: bool
+) -> None:
+    from cogwm.tom.tables import rates_table
+
+    info = {
+        "run_id": summary.run_id,
+        "answered": summary.answered,
+        "skipped": summary.skipped,
+        "failed": summary.failed,
+        "unparsed": summary.unparsed,
+        "missing_reasoning": summary.missing_reasoning,
+        "paths": dict(summary.paths),
+    }
+    if as_json:
+        print_json({**info, "db": str(db), "rates": [r.model_dump() for r in rows]})
+        return
+    console.print(
+        rates_table(
+            rows,
+            f"Correctness Rate of {model} (run {summary.run_id})",
+            ("domain", "task", "attribute", "variant", "source"),
+        )
+    )
+    console.print(
+        f"answered {summary.answered}, skipped {summary.skipped} (already answered), "
+        f"failed {summary.failed} (not stored; --resume retries them), unparsed "
+        f"{summary.unparsed}; scoring paths {dict(summary.paths) or '—'}; stored in {db}"
+    )
+    if summary.missing_reasoning:
+        console.print(f"{summary.missing_reasoning} items had no teacher reasoning (skipped)")
+    for failure in summary.failures:
+        err_console.print(f"  {failure}", markup=False)
+
+
+# -- open-ended scoring ----------------------------------------------------------
+
+
+@app.command("score-open")
+def score_open_command(
+    db: DbOption = Path("runs.sqlite"),
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="Judge model for the 3-point ratings.")
+    ] = None,
+    embed: Annotated[
+        bool,
+        typer.Option("--embed/--no-embed", help="Embedding similarity (needs the embed extra)."),
+    ] = True,
+    rescore: Annotated[bool, typer.Option("--rescore", help="Score scored answers again.")] = False,
+    concurrency: ConcurrencyOption = 4,
+    base_url: BaseUrlOption = None,
+) -> None:
+    """Score stored open-ended answers: BLEU, ROUGE-L, embedding similarity, judge (1-3)."""
+    from cogwm.tom.open_ended import score_open_answers
+    from cogwm.tom.store import open_store
+
+    embedder = None
+    if embed:
+        from cogwm.metrics.embeddings import default_embedder
+
+        embedder = default_embedder()
+    judge_model = _load_model(judge, base_url) if judge else None
+    with open_store(db, must_exist=True) as store:
+        total = len(store.open_answers())
+
+        async def run(advance: Callable[[], None]) -> OpenScoringSummary:
+            try:
+                return await score_open_answers(
+                    store,
+                    judge=judge_model,
+                    embedder=embedder,
+                    rescore=rescore,
+                    concurrency=concurrency,
+                    on_progress=advance,
+                )
+            finally:
+                if judge_model is not None:
+                    await judge_model.aclose()
+
+        with _progress("scoring open answers", total) as advance:
+            summary = asyncio.run(run(advance))
+    console.print(
+        f"scored {summary.scored}, skipped {summary.skipped} (already scored), "
+        f"judge failures {summary.judge_failures}"
+    )
+
+
+# -- statistics ------------------------------------------------------------------
+
+
+@app.command("stats")
+def stats_command(
+    db: DbOption = Path("runs.sqlite"),
+    as_json: JsonOption = False,
+    csv_dir: Annotated[
+        Path | None, typer.Option("--csv", help="Write one CSV per table into this directory.")
+    ] = None,
+) -> None:
+    """The paper's tables: CR with intervals, the gaps and their tests, correlations, curves."""
+    from cogwm.tom.stats import compute_stats
+    from cogwm.tom.store import open_store
+    from cogwm.tom.tables import render_report, report_json, write_csv
+
+    with open_store(db, must_exist=True) as store:
+        report = compute_stats(store.scored_answers(), store.open_scores())
+    if csv_dir is not None:
+        written = write_csv(report, csv_dir)
+        err_console.print(f"{len(written)} tables written to {csv_dir}")
+    if as_json:
+        print_json(report_json(report))
+    elif csv_dir is None:
+        render_report(report, console)

@@ -1,0 +1,309 @@
+"""Scoring models on DialToM items; every answer is stored with its raw output.
+
+Multiple-choice items are scored with one model call each (``Model.score_choices``): by the
+option letters' log-probabilities where the backend gives them, else by the letter parsed from
+the generated answer. An answer that cannot be parsed counts as wrong and is stored with
+``parsed = 0`` so that it is also reported on its own. A model call that fails after the model
+interface's retries is an infrastructure failure: it is not stored, not counted as wrong, and is
+tried again by ``--resume``.
+
+The reasoning-injection probe: a *teacher* reasons about each item (:func:`teacher_reasoning`);
+its option references are masked (:func:`mask_option_references`); a *student* then answers with
+that reasoning in its prompt (``condition = "injected:<teacher>"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from cogwm.errors import InputError
+from cogwm.models import Model
+from cogwm.models.types import ModelCallError, Sampling
+from cogwm.tom.items import ToMItem, Variant
+from cogwm.tom.prompts import (
+    PROMPT_VERSION,
+    Presentation,
+    mc_messages,
+    open_messages,
+    permutation,
+    reasoning_messages,
+)
+from cogwm.tom.store import AnswerRow, RunInfo, ToMStore
+
+PLAIN = "plain"
+MASK = "[MASK]"
+OPEN_SAMPLING = Sampling(temperature=0.0, max_tokens=120)
+REASONING_SAMPLING = Sampling(temperature=0.0, max_tokens=400)
+
+
+def injected_condition(teacher: str) -> str:
+    """The condition name of answers given with ``teacher``'s masked reasoning."""
+    return f"injected:{teacher}"
+
+
+def run_id_for(model: str, condition: str, seed: int, prompt_version: str = PROMPT_VERSION) -> str:
+    """The id of a run: a hash of everything that changes its answers."""
+    key = json.dumps([model, condition, seed, prompt_version])
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+@dataclass
+class EvalSummary:
+    """What one ``evaluate`` call did."""
+
+    run_id: str
+    answered: int = 0
+    skipped: int = 0  # already answered (resume)
+    failed: int = 0  # model-call failures, not stored, retried on resume
+    unparsed: int = 0
+    missing_reasoning: int = 0
+    paths: Counter[str] = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+
+
+def score_answer(
+    run_id: str, item: ToMItem, shown: Presentation, choice: str | None, **stored: object
+) -> AnswerRow:
+    """The stored row of one answer (``choice`` None = unparsed, counted wrong)."""
+    gold_letter = shown.gold_letter(item)
+    return AnswerRow(
+        run_id=run_id,
+        item_id=item.id,
+        permutation=shown.order,
+        letters=shown.letters,
+        gold_letter=gold_letter,
+        choice=choice,
+        chosen_index=shown.option_index(choice) if choice is not None else None,
+        correct=choice == gold_letter,
+        parsed=choice is not None,
+        **stored,  # type: ignore[arg-type]
+    )
+
+
+async def evaluate(
+    items: Sequence[ToMItem],
+    model: Model,
+    store: ToMStore,
+    *,
+    seed: int = 0,
+    condition: str = PLAIN,
+    teacher: str | None = None,
+    resume: bool = False,
+    concurrency: int = 4,
+    on_progress: Callable[[], None] | None = None,
+) -> EvalSummary:
+    """Ask ``model`` every item and store the answers.
+
+    Args:
+        items: Validated items (multiple-choice and open-ended).
+        model: The subject.
+        store: Where items, the run and the answers go.
+        seed: Seed of the option permutations (part of the run's identity).
+        condition: ``plain``, or ``injected:<teacher>`` (then ``teacher`` is required and its
+            stored reasoning is shown).
+        teacher: The teacher model of an injection run.
+        resume: Continue a run that has answers; without it such a run is an error.
+        concurrency: Items in flight at once.
+        on_progress: Called after each item.
+
+    Raises:
+        InputError: The run already has answers and ``resume`` is false.
+    """
+    run = RunInfo(
+        run_id_for(model.spec, condition, seed),
+        model.spec,
+        condition,
+        teacher,
+        seed,
+        PROMPT_VERSION,
+    )
+    store.put_items(items)
+    store.ensure_run(
+        run,
+        {
+            "model": model.spec,
+            "condition": condition,
+            "seed": seed,
+            "teacher": teacher,
+            "prompt_version": PROMPT_VERSION,
+        },
+    )
+    done = store.answered_ids(run.run_id)
+    if done and not resume:
+        raise InputError(
+            f"run {run.run_id} ({model.spec}, {condition}, seed {seed}) already has {len(done)} "
+            f"answers in {store.path}; pass --resume to continue it"
+        )
+    reasoning = store.reasoning(teacher, seed) if teacher is not None else None
+    summary = EvalSummary(run_id=run.run_id)
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(item: ToMItem) -> None:
+        async with limit:
+            await _answer(item, model, store, run, reasoning, summary)
+        if on_progress is not None:
+            on_progress()
+
+    todo = [i for i in items if i.id not in done]
+    summary.skipped = len(items) - len(todo)
+    await asyncio.gather(*(one(i) for i in todo))
+    return summary
+
+
+async def _answer(
+    item: ToMItem,
+    model: Model,
+    store: ToMStore,
+    run: RunInfo,
+    reasoning: dict[str, str] | None,
+    summary: EvalSummary,
+) -> None:
+    hint = None
+    if reasoning is not None:
+        hint = reasoning.get(item.id)
+        if hint is None:
+            summary.missing_reasoning += 1
+            return
+    try:
+        if item.variant is Variant.OPEN:
+            completion = await model.generate(open_messages(item), OPEN_SAMPLING, tag="tom-open")
+            store.put_open_answer(run.run_id, item.id, completion.text, completion.call_id)
+            summary.paths["generated"] += 1
+        else:
+            shown = permutation(item, run.seed)
+            scores = await model.score_choices(
+                mc_messages(item, shown, reasoning=hint), shown.letters, tag="tom-eval"
+            )
+            row = score_answer(
+                run.run_id,
+                item,
+                shown,
+                scores.choice,
+                path=scores.path.value,
+                raw=scores.raw,
+                probs=scores.probs,
+                call_id=scores.call_id,
+            )
+            store.put_answer(row)
+            summary.paths[scores.path.value] += 1
+            summary.unparsed += not row.parsed
+    except ModelCallError as exc:
+        summary.failed += 1
+        if len(summary.failures) < 5:
+            summary.failures.append(f"{item.id}: {exc.reason}")
+        return
+    summary.answered += 1
+
+
+# -- reasoning injection -------------------------------------------------------
+
+_ANSWER_SENTENCE = re.compile(
+    r"(answer is|correct answer|correct option|right answer|final answer|i choose|i pick|"
+    r"i would choose|i'd choose|best option is|best answer|so the answer)",
+    re.IGNORECASE,
+)
+_QUOTE_NGRAM = 6
+
+
+def mask_option_references(text: str, letters: Sequence[str], options: Sequence[str]) -> str:
+    """A teacher's reasoning with its references to options masked.
+
+    Masks option letters ("Option B", "(C)", "B)", "options A and D", a standalone "C" other
+    than the words "A" and "I"), verbatim quotes of an option (runs of 6 or more of its words),
+    and drops sentences that declare the answer ("the answer is ...").
+    """
+    sentences = re.split(r"(?<=[.!?])\s+|\n+", text.strip())
+    kept = [s for s in sentences if s and not _ANSWER_SENTENCE.search(s)]
+    masked = _mask_quotes(" ".join(kept), options)
+    return _mask_letters(masked, letters)
+
+
+def _mask_letters(text: str, letters: Sequence[str]) -> str:
+    alt = "|".join(re.escape(x) for x in letters) or "A"
+    group = rf"(?:{alt})"
+    text = re.sub(
+        rf"\b(?:options?|choices?|answers?|alternatives?)\s*\(?{group}\)?"
+        rf"(?:\s*(?:,|and|or|&)\s*\(?{group}\)?)*\b",
+        MASK,
+        text,
+        flags=re.IGNORECASE,
+    )
+    text = re.sub(rf"\(\s*{group}\s*\)", MASK, text)
+    text = re.sub(rf"(^|\s){group}[).:](?=\s|$)", rf"\1{MASK}", text)
+    words = [x for x in letters if x not in {"A", "I"}]
+    if words:
+        text = re.sub(rf"\b(?:{'|'.join(map(re.escape, words))})\b", MASK, text)
+    return text
+
+
+def _mask_quotes(text: str, options: Sequence[str]) -> str:
+    words = text.split()
+    norm = [re.sub(r"\W+", "", w).casefold() for w in words]
+    grams: set[tuple[str, ...]] = set()
+    for option in options:
+        tokens = [re.sub(r"\W+", "", w).casefold() for w in option.split()]
+        grams.update(
+            tuple(tokens[k : k + _QUOTE_NGRAM]) for k in range(len(tokens) - _QUOTE_NGRAM + 1)
+        )
+    covered = [False] * len(words)
+    for k in range(len(words) - _QUOTE_NGRAM + 1):
+        if tuple(norm[k : k + _QUOTE_NGRAM]) in grams:
+            covered[k : k + _QUOTE_NGRAM] = [True] * _QUOTE_NGRAM
+    out: list[str] = []
+    for word, hidden in zip(words, covered, strict=True):
+        if not hidden:
+            out.append(word)
+        elif not out or out[-1] != MASK:
+            out.append(MASK)
+    return " ".join(out)
+
+
+async def teacher_reasoning(
+    items: Sequence[ToMItem],
+    teacher: Model,
+    store: ToMStore,
+    *,
+    seed: int = 0,
+    concurrency: int = 4,
+    on_progress: Callable[[], None] | None = None,
+) -> EvalSummary:
+    """Have ``teacher`` reason about every multiple-choice item; store it raw and masked.
+
+    Items that already have reasoning from this teacher and seed are skipped.
+    """
+    store.put_items(items)
+    have = store.reasoning(teacher.spec, seed)
+    summary = EvalSummary(run_id=f"reasoning:{teacher.spec}")
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(item: ToMItem) -> None:
+        async with limit:
+            shown = permutation(item, seed)
+            try:
+                completion = await teacher.generate(
+                    reasoning_messages(item, shown), REASONING_SAMPLING, tag="tom-teacher"
+                )
+            except ModelCallError as exc:
+                summary.failed += 1
+                if len(summary.failures) < 5:
+                    summary.failures.append(f"{item.id}: {exc.reason}")
+                return
+            finally:
+                if on_progress is not None:
+                    on_progress()
+        masked = mask_option_references(completion.text, shown.letters, item.options)
+        store.put_reasoning(
+            teacher.spec, item.id, seed, completion.text, masked, completion.call_id
+        )
+        summary.answered += 1
+
+    todo = [i for i in items if i.variant is not Variant.OPEN and i.id not in have]
+    summary.skipped = len(items) - len(todo)
+    await asyncio.gather(*(one(i) for i in todo))
+    return summary

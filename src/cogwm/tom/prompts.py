@@ -1,0 +1,132 @@
+"""How DialToM items are put to a subject model: option order, letters and prompt text.
+
+Options are shuffled with a permutation drawn from a seed and the item id (so it does not
+depend on the order items are run in) and recorded with the answer. "None of the above" stays
+last.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import NamedTuple
+
+from cogwm.models.types import Message
+from cogwm.tom.items import Line, Task, ToMItem, render_lines
+
+#: Version of the subject prompts; part of a run's identity.
+PROMPT_VERSION = "dialtom-eval-v1"
+
+SYSTEM_PROMPT = (
+    "You answer multiple-choice questions about real conversations and the mental states "
+    "(beliefs, desires, intentions, emotions, knowledge and trust) of the people in them."
+)
+
+OPEN_SYSTEM_PROMPT = (
+    "You describe the mental states (beliefs, desires, intentions, emotions, knowledge and "
+    "trust) of people in real conversations, in one or two specific sentences."
+)
+
+
+class Presentation(NamedTuple):
+    """The options in the order shown: ``order[k]`` is the stored index shown as ``letters[k]``."""
+
+    order: list[int]
+    letters: list[str]
+
+    def gold_letter(self, item: ToMItem) -> str:
+        """The letter under which the gold is shown."""
+        return self.letters[self.order.index(item.gold_index)]
+
+    def option_index(self, letter: str) -> int:
+        """The stored option index shown under ``letter``."""
+        return self.order[self.letters.index(letter)]
+
+
+def permutation(item: ToMItem, seed: int) -> Presentation:
+    """The seeded option order of ``item``; "None of the above" stays last."""
+    movable = list(range(item.n_options - 1 if item.has_none_of_the_above else item.n_options))
+    random.Random(f"{seed}:{item.id}").shuffle(movable)
+    if item.has_none_of_the_above:
+        movable.append(item.n_options - 1)
+    return Presentation(order=movable, letters=list(string.ascii_uppercase[: item.n_options]))
+
+
+def _indent_option(text: str) -> str:
+    return text.replace("\n", "\n   ")
+
+
+def render_options(item: ToMItem, shown: Presentation) -> str:
+    """The lettered option list."""
+    return "\n".join(
+        f"{letter}. {_indent_option(item.options[index])}"
+        for letter, index in zip(shown.letters, shown.order, strict=True)
+    )
+
+
+def _body(item: ToMItem) -> str:
+    parts: list[str] = []
+    history = item.shown_history()
+    if item.task is Task.RETROSPECTIVE:
+        parts.append(f"Conversation between a {item.initiator} and a {item.recipient}:")
+        parts.append(render_lines(history))
+    else:
+        parts.append(f"Mental-state profile of the {item.recipient} at this point:")
+        parts.append(item.profile or "")
+        if history:
+            parts.append(f"The last {len(_turns(history))} turn(s) of the conversation so far:")
+            parts.append(render_lines(history))
+    return "\n".join(parts)
+
+
+def _turns(lines: list[Line]) -> list[str]:
+    speakers: list[str] = []
+    for line in lines:
+        if not speakers or speakers[-1] != line.speaker:
+            speakers.append(line.speaker)
+    return speakers
+
+
+def mc_messages(
+    item: ToMItem, shown: Presentation, *, reasoning: str | None = None
+) -> list[Message]:
+    """The messages that ask ``item`` as a multiple-choice question.
+
+    ``reasoning`` (the reasoning-injection probe) is another model's analysis with its option
+    references masked, shown before the question.
+    """
+    parts = [_body(item), "", f"Question: {item.question}", render_options(item, shown)]
+    if reasoning is not None:
+        parts += ["", "An analysis of this question by another model (option names hidden):"]
+        parts.append(reasoning)
+    parts += ["", "Answer with the letter of the correct option only."]
+    return [
+        Message(role="system", content=SYSTEM_PROMPT),
+        Message(role="user", content="\n".join(parts)),
+    ]
+
+
+def reasoning_messages(item: ToMItem, shown: Presentation) -> list[Message]:
+    """Ask a teacher model to reason about ``item`` step by step (the injection probe)."""
+    parts = [
+        _body(item),
+        "",
+        f"Question: {item.question}",
+        render_options(item, shown),
+        "",
+        "Think step by step: compare every option with the evidence and explain which one "
+        "fits and why the others do not. End with your answer.",
+    ]
+    return [
+        Message(role="system", content=SYSTEM_PROMPT),
+        Message(role="user", content="\n".join(parts)),
+    ]
+
+
+def open_messages(item: ToMItem) -> list[Message]:
+    """The messages that ask an open-ended item."""
+    parts = [_body(item), "", item.question]
+    return [
+        Message(role="system", content=OPEN_SYSTEM_PROMPT),
+        Message(role="user", content="\n".join(parts)),
+    ]

@@ -1,0 +1,533 @@
+"""DialToM statistics over stored answers: the paper's Tables 3-8 and the degradation curve.
+
+Pure functions of the stored answers (:meth:`ToMStore.scored_answers`); they never call a model.
+The tests themselves come from :mod:`cogwm.stats`. A statistic that cannot be computed (an empty
+row in a contingency table, fewer than 3 points for a correlation) is None with a ``note``,
+never 0.
+
+- Correctness Rate (CR) = correct / answered; unparsed answers count as wrong and are also
+  counted on their own. Interval: Wilson 95 % (``statsmodels``). Random baseline: the mean of
+  1/options over the answered items.
+- Table 3: CR per model x domain x task on the base ("hard") items, and the
+  retrospective-prospective gap per model x domain (Pearson chi-square on the 2 x 2 table
+  task x correct, Cramér's V).
+- Table 4: cross-domain correlations per task (units: model x attribute cells present in both
+  domains) and the cross-task correlation (units: model x domain), Pearson and Spearman.
+- Table 5: CR per model x domain x attribute (retrospective).
+- Table 6: Easy-Hard gap per model x domain: Mann-Whitney U on per-item correctness
+  (hard first, so a negative rank-biserial r means the hard set is harder).
+- Table 7: counterfactual probe: CR ("None of the above" chosen) per model x domain.
+- Table 8: reasoning injection: per student x teacher x domain, the student's CR without and with
+  the masked reasoning on the same items, McNemar's test on the pairs.
+- Degradation: CR per model x domain x restored history turns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import combinations
+from operator import attrgetter
+from typing import Any, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from cogwm.stats import chi_square, mann_whitney, mcnemar, pearson, spearman
+from cogwm.stats._validate import StatsInputError
+from cogwm.tom.evaluate import PLAIN
+from cogwm.tom.items import Task, Variant
+from cogwm.tom.store import OpenScoreRow, ScoredAnswer
+
+CONFIDENCE = 0.95
+#: Pearson and Spearman need at least this many paired cells.
+MIN_CORRELATION_UNITS = 3
+K = TypeVar("K", bound=Hashable)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Rate(_Row):
+    """A Correctness Rate with its interval and random baseline."""
+
+    n: int
+    correct: int
+    unparsed: int
+    rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    baseline: float | None
+
+
+class RateRow(Rate):
+    """A CR of one cell of a table."""
+
+    model: str
+    domain: str
+    condition: str = PLAIN
+    task: str | None = None
+    attribute: str | None = None
+    variant: str | None = None
+    history_turns: int | None = None
+    source: str | None = None
+
+
+class GapRow(_Row):
+    """Retrospective-prospective gap of one model x domain (Table 3, right part)."""
+
+    model: str
+    domain: str
+    retrospective: float | None
+    prospective: float | None
+    chi2: float | None
+    p_value: float | None
+    cramers_v: float | None
+    n: int
+    note: str = ""
+
+
+class CorrelationRow(_Row):
+    """A cross-domain or cross-task correlation (Table 4)."""
+
+    task: str
+    first: str
+    second: str
+    n: int
+    pearson_r: float | None
+    pearson_p: float | None
+    spearman_rho: float | None
+    spearman_p: float | None
+    note: str = ""
+
+
+class EasyHardRow(_Row):
+    """Easy-Hard gap of one model x domain (Table 6)."""
+
+    model: str
+    domain: str
+    hard: float | None
+    easy: float | None
+    delta: float | None
+    u: float | None
+    p_value: float | None
+    rank_biserial: float | None
+    n_hard: int
+    n_easy: int
+    note: str = ""
+
+
+class InjectionRow(_Row):
+    """Reasoning-injection probe of one student x teacher x domain (Table 8)."""
+
+    student: str
+    teacher: str
+    domain: str
+    n_pairs: int
+    baseline: float | None
+    injected: float | None
+    delta: float | None
+    statistic: float | None
+    p_value: float | None
+    exact: bool | None
+    note: str = ""
+
+
+class OpenRow(_Row):
+    """Mean open-ended scores of one model x domain (BLEU, ROUGE-L, embedding, judge 1-3)."""
+
+    model: str
+    domain: str
+    n: int
+    bleu: float | None
+    rouge_l: float | None
+    embedding: float | None
+    agreement: float | None
+    causal_attribution: float | None
+    specificity: float | None
+
+
+class StatsReport(_Row):
+    """Everything ``cogwm tom stats`` reports."""
+
+    answers: int
+    unparsed: int
+    table3_rates: list[RateRow]
+    table3_gap: list[GapRow]
+    table4_correlations: list[CorrelationRow]
+    table5_attributes: list[RateRow]
+    table6_easy_hard: list[EasyHardRow]
+    table7_counterfactual: list[RateRow]
+    table8_injection: list[InjectionRow]
+    degradation: list[RateRow]
+    open_ended: list[OpenRow]
+    all_cells: list[RateRow]
+
+
+# -- rates ----------------------------------------------------------------
+
+
+def correctness_rate(answers: Sequence[ScoredAnswer]) -> Rate:
+    """CR, Wilson interval and random baseline of some answers (all None when there are none)."""
+    return correctness_rates([answers])[0]
+
+
+def correctness_rates(groups: Sequence[Sequence[ScoredAnswer]]) -> list[Rate]:
+    """:func:`correctness_rate` of several groups, the intervals computed in one vector call."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    counts = [
+        (len(g), sum(a.correct for a in g), sum(not a.parsed for a in g),
+         sum(1 / a.n_options for a in g))
+        for g in groups
+    ]  # fmt: skip
+    filled = [(n, c) for n, c, _, _ in counts if n]
+    lows, highs = (
+        proportion_confint(
+            np.array([c for _, c in filled]),
+            np.array([n for n, _ in filled]),
+            alpha=1 - CONFIDENCE,
+            method="wilson",
+        )
+        if filled
+        else (np.zeros(0), np.zeros(0))
+    )
+    rates: list[Rate] = []
+    k = 0
+    for n, correct, unparsed, inverse_options in counts:
+        if n == 0:
+            rates.append(Rate(n=0, correct=0, unparsed=0, rate=None, ci_low=None, ci_high=None,
+                              baseline=None))  # fmt: skip
+            continue
+        rates.append(
+            Rate(
+                n=n,
+                correct=correct,
+                unparsed=unparsed,
+                rate=correct / n,
+                ci_low=float(lows[k]),
+                ci_high=float(highs[k]),
+                baseline=inverse_options / n,
+            )
+        )
+        k += 1
+    return rates
+
+
+def group_by(
+    answers: Iterable[ScoredAnswer], key: Callable[[ScoredAnswer], K]
+) -> dict[K, list[ScoredAnswer]]:
+    """Answers grouped by ``key``, groups in sorted key order."""
+    groups: dict[K, list[ScoredAnswer]] = defaultdict(list)
+    for answer in answers:
+        groups[key(answer)].append(answer)
+    return dict(sorted(groups.items(), key=lambda kv: tuple(str(x) for x in _as_tuple(kv[0]))))
+
+
+def _as_tuple(key: Hashable) -> tuple[Hashable, ...]:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _fields_key(fields: Sequence[str]) -> Callable[[ScoredAnswer], tuple[Any, ...]]:
+    getter = attrgetter(*fields)
+    if len(fields) == 1:
+        return lambda a: (getter(a),)
+    return getter
+
+
+def rate_rows(
+    answers: Iterable[ScoredAnswer], fields: Sequence[str], **fixed: str | None
+) -> list[RateRow]:
+    """Correctness Rates grouped by some :class:`ScoredAnswer` fields (one row per group)."""
+    groups = group_by(answers, _fields_key(fields))
+    return [
+        RateRow(**dict(zip(fields, key, strict=True)), **fixed, **rate.model_dump())
+        for key, rate in zip(groups, correctness_rates(list(groups.values())), strict=True)
+    ]
+
+
+# Enum ``.value`` lookups are slow in the inner loops over tens of thousands of answers.
+_PLAIN, _RETRO, _PROSP = PLAIN, Task.RETROSPECTIVE.value, Task.PROSPECTIVE.value
+_HARD, _EASY = Variant.HARD.value, Variant.EASY.value
+
+
+def _share(group: Sequence[ScoredAnswer]) -> float:
+    """The plain share correct of a non-empty group (no interval needed)."""
+    return sum(a.correct for a in group) / len(group)
+
+
+def _plain(answers: Iterable[ScoredAnswer]) -> list[ScoredAnswer]:
+    return [a for a in answers if a.condition == _PLAIN]
+
+
+def _of(
+    answers: Iterable[ScoredAnswer], variant: Variant, task: Task | None = None
+) -> list[ScoredAnswer]:
+    wanted, task_value = variant.value, task.value if task is not None else None
+    return [
+        a for a in answers if a.variant == wanted and (task_value is None or a.task == task_value)
+    ]
+
+
+# -- Table 3: retrospective vs prospective -------------------------------------
+
+
+def retro_prosp_gap(answers: Sequence[ScoredAnswer]) -> list[GapRow]:
+    """Chi-square test of the retrospective-prospective gap per model x domain (hard items)."""
+    rows = []
+    hard = _of(_plain(answers), Variant.HARD)
+    for (model, domain), group in group_by(hard, lambda a: (a.model, a.domain)).items():
+        retro = [a for a in group if a.task == _RETRO]
+        prosp = [a for a in group if a.task == _PROSP]
+        if not retro or not prosp:
+            continue  # no gap to test without both tasks
+        table = [
+            [sum(a.correct for a in retro), sum(not a.correct for a in retro)],
+            [sum(a.correct for a in prosp), sum(not a.correct for a in prosp)],
+        ]
+        chi2 = p = v = None
+        note = ""
+        try:
+            result = chi_square(table)
+            chi2, p, v = result.statistic, result.p_value, result.cramers_v
+        except StatsInputError as exc:
+            note = str(exc)
+        rows.append(
+            GapRow(
+                model=model,
+                domain=domain,
+                retrospective=correctness_rate(retro).rate,
+                prospective=correctness_rate(prosp).rate,
+                chi2=chi2,
+                p_value=p,
+                cramers_v=v,
+                n=len(group),
+                note=note,
+            )
+        )
+    return rows
+
+
+# -- Table 4: correlations -----------------------------------------------------
+
+
+def _correlate(
+    task: str, first: str, second: str, x: list[float], y: list[float]
+) -> CorrelationRow:
+    if len(x) < MIN_CORRELATION_UNITS:
+        return CorrelationRow(
+            task=task,
+            first=first,
+            second=second,
+            n=len(x),
+            pearson_r=None,
+            pearson_p=None,
+            spearman_rho=None,
+            spearman_p=None,
+            note=f"needs {MIN_CORRELATION_UNITS} shared cells",
+        )
+    try:
+        pr, sr = pearson(x, y), spearman(x, y)
+    except StatsInputError as exc:
+        return CorrelationRow(
+            task=task,
+            first=first,
+            second=second,
+            n=len(x),
+            pearson_r=None,
+            pearson_p=None,
+            spearman_rho=None,
+            spearman_p=None,
+            note=str(exc),
+        )
+    note = "" if pr.r is not None else "a constant series has no correlation"
+    return CorrelationRow(
+        task=task,
+        first=first,
+        second=second,
+        n=len(x),
+        pearson_r=pr.r,
+        pearson_p=pr.p_value,
+        spearman_rho=sr.r,
+        spearman_p=sr.p_value,
+        note=note,
+    )
+
+
+def correlations(answers: Sequence[ScoredAnswer]) -> list[CorrelationRow]:
+    """Cross-domain correlations per task and the cross-task correlation (hard items)."""
+    hard = _of(_plain(answers), Variant.HARD)
+    rows: list[CorrelationRow] = []
+    for task in Task:
+        cells = {
+            key: _share(group)
+            for key, group in group_by(
+                (a for a in hard if a.task == task.value),
+                lambda a: (a.domain, a.model, a.attribute or ""),
+            ).items()
+        }
+        domains = sorted({d for d, _, _ in cells})
+        for first, second in combinations(domains, 2):
+            units = sorted(
+                {(m, at) for d, m, at in cells if d == first}
+                & {(m, at) for d, m, at in cells if d == second}
+            )
+            x = [cells[(first, *u)] for u in units]
+            y = [cells[(second, *u)] for u in units]
+            rows.append(_correlate(task.value, first, second, x, y))
+    by_task = {
+        key: _share(group)
+        for key, group in group_by(hard, lambda a: (a.task, a.model, a.domain)).items()
+    }
+    units = sorted(
+        {(m, d) for t, m, d in by_task if t == _RETRO}
+        & {(m, d) for t, m, d in by_task if t == _PROSP}
+    )
+    x = [by_task[(_RETRO, *u)] for u in units]
+    y = [by_task[(_PROSP, *u)] for u in units]
+    rows.append(_correlate("cross-task", _RETRO, _PROSP, x, y))
+    return rows
+
+
+# -- Table 6: easy vs hard -----------------------------------------------------
+
+
+def easy_hard_gap(answers: Sequence[ScoredAnswer]) -> list[EasyHardRow]:
+    """Mann-Whitney U on per-item correctness, hard vs easy, per model x domain."""
+    plain = [a for a in _plain(answers) if a.task == _PROSP]
+    rows = []
+    for (model, domain), group in group_by(plain, lambda a: (a.model, a.domain)).items():
+        hard = [float(a.correct) for a in group if a.variant == _HARD]
+        easy = [float(a.correct) for a in group if a.variant == _EASY]
+        if not easy:
+            continue
+        hard_rate = sum(hard) / len(hard) if hard else None
+        easy_rate = sum(easy) / len(easy)
+        u = p = r = None
+        note = ""
+        try:
+            result = mann_whitney(hard, easy)
+            u, p, r = result.u, result.p_value, result.rank_biserial
+        except StatsInputError as exc:
+            note = str(exc)
+        rows.append(
+            EasyHardRow(
+                model=model,
+                domain=domain,
+                hard=hard_rate,
+                easy=easy_rate,
+                delta=None if hard_rate is None else easy_rate - hard_rate,
+                u=u,
+                p_value=p,
+                rank_biserial=r,
+                n_hard=len(hard),
+                n_easy=len(easy),
+                note=note,
+            )
+        )
+    return rows
+
+
+# -- Table 8: reasoning injection ----------------------------------------------
+
+
+def injection_probe(answers: Sequence[ScoredAnswer]) -> list[InjectionRow]:
+    """McNemar's test: a student without vs with a teacher's masked reasoning, same items."""
+    injected = [a for a in answers if a.condition.startswith("injected:")]
+    students = {a.model for a in injected}
+    plain = {
+        (a.model, a.item_id): a for a in answers if a.condition == _PLAIN and a.model in students
+    }
+    rows = []
+    groups = group_by(
+        injected, lambda a: (a.model, a.condition.removeprefix("injected:"), a.domain)
+    )
+    for (student, teacher, domain), group in groups.items():
+        pairs = [(plain[(student, a.item_id)], a) for a in group if (student, a.item_id) in plain]
+        table = [[0, 0], [0, 0]]
+        for before, after in pairs:
+            table[0 if before.correct else 1][0 if after.correct else 1] += 1
+        base = sum(b.correct for b, _ in pairs) / len(pairs) if pairs else None
+        inj = sum(a.correct for _, a in pairs) / len(pairs) if pairs else None
+        stat = p = exact = None
+        note = "" if pairs else f"no plain answers of {student} on these items"
+        if pairs:
+            result = mcnemar(table)
+            stat, p, exact = result.statistic, result.p_value, result.exact
+        rows.append(
+            InjectionRow(
+                student=student,
+                teacher=teacher,
+                domain=domain,
+                n_pairs=len(pairs),
+                baseline=base,
+                injected=inj,
+                delta=None if base is None or inj is None else inj - base,
+                statistic=stat,
+                p_value=p,
+                exact=exact,
+                note=note,
+            )
+        )
+    return rows
+
+
+# -- open-ended ----------------------------------------------------------------
+
+
+def _mean(values: Iterable[float | int | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def open_summary(scores: Sequence[tuple[str, str, str, OpenScoreRow]]) -> list[OpenRow]:
+    """Mean open-ended scores per model x domain (plain condition)."""
+    groups: dict[tuple[str, str], list[OpenScoreRow]] = defaultdict(list)
+    for model, condition, domain, row in scores:
+        if condition == PLAIN:
+            groups[(model, domain)].append(row)
+    return [
+        OpenRow(
+            model=model,
+            domain=domain,
+            n=len(rows),
+            bleu=_mean(r.bleu for r in rows),
+            rouge_l=_mean(r.rouge_l for r in rows),
+            embedding=_mean(r.embedding for r in rows),
+            agreement=_mean(r.agreement for r in rows),
+            causal_attribution=_mean(r.causal_attribution for r in rows),
+            specificity=_mean(r.specificity for r in rows),
+        )
+        for (model, domain), rows in sorted(groups.items())
+    ]
+
+
+# -- everything ----------------------------------------------------------------
+
+
+def compute_stats(
+    answers: Sequence[ScoredAnswer],
+    open_scores: Sequence[tuple[str, str, str, OpenScoreRow]] = (),
+) -> StatsReport:
+    """Every table of ``cogwm tom stats``."""
+    plain = _plain(answers)
+    hard = _of(plain, Variant.HARD)
+    return StatsReport(
+        answers=len(answers),
+        unparsed=sum(not a.parsed for a in answers),
+        table3_rates=rate_rows(hard, ("model", "domain", "task")),
+        table3_gap=retro_prosp_gap(answers),
+        table4_correlations=correlations(answers),
+        table5_attributes=rate_rows(
+            _of(hard, Variant.HARD, Task.RETROSPECTIVE), ("model", "domain", "attribute")
+        ),
+        table6_easy_hard=easy_hard_gap(answers),
+        table7_counterfactual=rate_rows(_of(plain, Variant.COUNTERFACTUAL), ("model", "domain")),
+        table8_injection=injection_probe(answers),
+        degradation=rate_rows(_of(plain, Variant.DEGRADED), ("model", "domain", "history_turns")),
+        open_ended=open_summary(open_scores),
+        all_cells=rate_rows(
+            answers, ("model", "condition", "domain", "task", "attribute", "variant", "source")
+        ),
+    )

@@ -1,0 +1,173 @@
+"""Scoring: seeded recorded permutations, one call per item, stored raw answers, resume, masking."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cogwm import models
+from cogwm.errors import InputError
+from cogwm.models.types import BackendReply, CallRecord, Message
+from cogwm.tom.evaluate import (
+    MASK,
+    evaluate,
+    injected_condition,
+    mask_option_references,
+    teacher_reasoning,
+)
+from cogwm.tom.items import NONE_OF_THE_ABOVE, Task, ToMItem, Variant
+from cogwm.tom.prompts import mc_messages, permutation
+from cogwm.tom.store import ToMStore
+from helpers_tom import mc_item
+
+FAKE = "tom-eval-test"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ToMStore]:
+    with ToMStore(tmp_path / "runs.sqlite") as opened:
+        yield opened
+
+
+@pytest.fixture(autouse=True)
+def _forget_fake() -> Iterator[None]:
+    yield
+    models.unregister_fake(FAKE)
+
+
+def _items(n: int) -> list[ToMItem]:
+    return [mc_item(f"x:{k}#w0:retro:t", options=["yes", "no", "maybe", "never"]) for k in range(n)]
+
+
+def _letter_of(messages: list[Message], text: str) -> str:
+    match = re.search(rf"^([A-Z])\. {re.escape(text)}$", messages[-1].content, re.MULTILINE)
+    assert match, "the option must be in the prompt"
+    return match.group(1)
+
+
+def test_permutation_is_seeded_recorded_and_keeps_none_of_the_above_last() -> None:
+    item = mc_item(
+        task=Task.PROSPECTIVE,
+        variant=Variant.COUNTERFACTUAL,
+        options=["a", "b", "c", "d", NONE_OF_THE_ABOVE],
+        gold=NONE_OF_THE_ABOVE,
+    )
+    orders = {tuple(permutation(item, seed).order) for seed in range(40)}
+    assert len(orders) > 1  # the seed matters
+    assert all(order[-1] == 4 for order in orders)  # "None of the above" stays last
+    shown = permutation(item, 3)
+    assert permutation(item, 3) == shown and shown.letters == ["A", "B", "C", "D", "E"]
+    assert shown.gold_letter(item) == "E"
+    text = mc_messages(item, shown)[-1].content
+    assert text.index("E. None of the above") > text.index("D. ")
+
+
+def test_logprob_scoring_makes_one_call_per_item_and_stores_raw_output(store: ToMStore) -> None:
+    def answer(messages: list[Message]) -> BackendReply:
+        letter = _letter_of(messages, "yes")  # the gold of every item
+        logprobs = {x: (-0.1 if x == letter else -4.0) for x in "ABCD"}
+        return BackendReply(text=letter, candidate_logprobs=logprobs)
+
+    models.register_fake(FAKE, answer)
+    calls: list[CallRecord] = []
+    items = _items(7)
+    with models.recording(calls.append):
+        summary = asyncio.run(evaluate(items, models.load(f"fake:{FAKE}"), store, seed=5))
+    assert len(calls) == len(items) == summary.answered  # one model call per item
+    assert summary.paths == {"logits": 7} and summary.unparsed == 0
+    rows = store.answers(summary.run_id)
+    assert len(rows) == 7 and all(r.correct and r.parsed and r.path == "logits" for r in rows)
+    for row, item in zip(rows, items, strict=True):
+        assert row.permutation == permutation(item, 5).order  # recorded as shown
+        assert row.chosen_index == item.gold_index
+        assert '"' in row.raw and row.call_id in {c.call_id for c in calls}
+        assert abs(sum(row.probs.values()) - 1) < 1e-9
+
+
+def test_unparsed_answers_count_as_wrong_and_apart(store: ToMStore) -> None:
+    replies = ["I am not sure.", "The answer is B.", "(C)"]
+    models.register_fake(FAKE, replies, logprobs=False, full_logits=False)
+    items = _items(3)
+    summary = asyncio.run(evaluate(items, models.load(f"fake:{FAKE}"), store, concurrency=1))
+    assert summary.unparsed == 1 and summary.paths == {"parsed": 3}
+    rows = {r.item_id: r for r in store.answers(summary.run_id)}
+    first = rows[items[0].id]
+    assert first.choice is None and not first.parsed and not first.correct
+    assert first.raw == "I am not sure."
+    for item, letter in zip(items[1:], ["B", "C"], strict=True):
+        row = rows[item.id]
+        assert row.choice == letter and row.parsed
+        assert row.correct == (letter == permutation(item, 0).gold_letter(item))
+    scored = store.scored_answers()
+    assert sum(not a.parsed for a in scored) == 1 and sum(a.correct for a in scored) == sum(
+        r.correct for r in rows.values()
+    )
+
+
+def test_resume_skips_answered_items_and_retries_failures(store: ToMStore) -> None:
+    items = _items(4)
+    failing = models.load("fake:schema", faults={"server_error": 1.0}, max_attempts=1)
+    summary = asyncio.run(evaluate(items, failing, store))
+    assert summary.failed == 4 and summary.answered == 0
+    assert store.answers(summary.run_id) == []  # infrastructure failures are not answers
+    model = models.load("fake:schema")
+    first = asyncio.run(evaluate(items[:2], model, store, resume=True))
+    assert first.answered == 2
+    with pytest.raises(InputError, match="--resume"):
+        asyncio.run(evaluate(items, model, store))
+    second = asyncio.run(evaluate(items, model, store, resume=True))
+    assert (second.answered, second.skipped) == (2, 2)
+    assert len(store.answers(second.run_id)) == 4
+
+
+def test_mask_option_references() -> None:
+    reasoning = (
+        "Option A talks about quitting, which fits. (B) is too vague. Options C and D "
+        "ignore the profile. The client said she wants to quit smoking for her kids. "
+        "So the answer is A."
+    )
+    options = ["She wants to quit smoking for her kids soon", "no", "maybe", "never"]
+    masked = mask_option_references(reasoning, ["A", "B", "C", "D"], options)
+    assert masked == (
+        f"{MASK} talks about quitting, which fits. {MASK} is too vague. {MASK} ignore the "
+        f"profile. The client said {MASK}"
+    )
+
+
+def test_injection_shows_the_teachers_masked_reasoning(store: ToMStore) -> None:
+    items = _items(2)
+    models.register_fake(FAKE, ["I think option B is right because of the profile."] * 2)
+    teacher = models.load(f"fake:{FAKE}")
+    done = asyncio.run(teacher_reasoning(items, teacher, store))
+    assert done.answered == 2
+    assert store.reasoning(f"fake:{FAKE}", 0) == {
+        i.id: f"I think {MASK} is right because of the profile." for i in items
+    }
+    seen: list[str] = []
+
+    def student(messages: list[Message]) -> str:
+        seen.append(messages[-1].content)
+        return "A"
+
+    models.unregister_fake(FAKE)
+    models.register_fake("tom-student", student, logprobs=False, full_logits=False)
+    try:
+        summary = asyncio.run(
+            evaluate(
+                items,
+                models.load("fake:tom-student"),
+                store,
+                condition=injected_condition(f"fake:{FAKE}"),
+                teacher=f"fake:{FAKE}",
+            )
+        )
+    finally:
+        models.unregister_fake("tom-student")
+    assert summary.answered == 2
+    assert all(f"I think {MASK} is right" in text for text in seen)
+    conditions = {a.condition for a in store.scored_answers()}
+    assert conditions == {f"injected:fake:{FAKE}"}
