@@ -171,3 +171,24 @@ def test_injection_shows_the_teachers_masked_reasoning(store: ToMStore) -> None:
     assert all(f"I think {MASK} is right" in text for text in seen)
     conditions = {a.condition for a in store.scored_answers()}
     assert conditions == {f"injected:fake:{FAKE}"}
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "expected"),
+    [
+        # The teacher is told to end with its answer; "Answer: A" must not survive as "A".
+        ("She cried at work.\nAnswer: A", "She cried at work."),
+        ("She cried at work.\n**Answer:** A", "She cried at work."),
+        ("She cried. Final choice: A", "She cried."),
+        ("I think A, because I'm sure.", f"I think {MASK}, because I'm sure."),
+        ("A seeker who cries is sad.", "A seeker who cries is sad."),  # the article stays
+        # a quoted option shorter than 6 words, and a quoted part of one
+        ('"The seeker is feeling sad" fits.', f"{MASK} fits."),
+        ("Saying “feeling sad” is fair.", f"Saying {MASK} is fair."),
+        ("the seeker is feeling sad, clearly", f"{MASK} clearly"),
+        ('She said "not today" twice.', 'She said "not today" twice.'),  # not an option
+    ],
+)
+def test_mask_hides_answer_lines_short_quotes_and_letter_a(reasoning: str, expected: str) -> None:
+    options = [f"The seeker is feeling {e}." for e in ("sad", "angry", "afraid", "ashamed")]
+    assert mask_option_references(reasoning, ["A", "B", "C", "D"], options) == expected

@@ -105,3 +105,22 @@ def test_schema_fake_runs_end_to_end() -> None:
     asyncio.run(generator.run(contexts, lambda _c, items: made.extend(items)))
     assert generator.report.contexts == 1
     assert sum(generator.report.items.values()) + sum(generator.report.dropped.values()) == 7
+
+
+def test_a_none_of_the_above_distractor_is_dropped_not_a_crash(scripted: str) -> None:
+    # "None of the above" is reserved (last and correct in counterfactual items): a generated
+    # distractor spelled so would make an invalid item and stop the whole run.
+    base = _script()
+
+    def reply(messages: list[Message]) -> str:
+        text = base(messages)
+        if "Client's emotion (" in "\n".join(m.content for m in messages):
+            data = json.loads(text)
+            data["distractors"][0]["statement"] = "none of the  above"
+            return json.dumps(data)
+        return text
+
+    models.register_fake(scripted, reply)
+    generator, items = _run(scripted)
+    assert not any(i.attribute is Attribute.EMOTION for i in items)
+    assert generator.report.dropped == {DropReason.DUPLICATE.value: 3}

@@ -109,3 +109,22 @@ def test_open_prompts_with_human_references(tmp_path: Path) -> None:
     bad.write_text("window_id,attribute,reference\nx:1#w0,mood,text\n")
     with pytest.raises(InputError, match="row 2: unknown attribute 'mood'"):
         read_references(bad)
+
+
+def test_easy_never_offers_the_gold_twice_when_another_dialogue_has_the_same_text() -> None:
+    # d0 and d1 open their next windows with the very same words; the pool keeps d0's copy, which
+    # is "from another dialogue" for d1's item but must not become its distractor.
+    same = "Client: Okay, thank you."
+    items = [
+        _prospective(0, 0).model_copy(
+            update={"gold": same, "options": [same, "Client: x", "Client: y"]}
+        ),
+        _prospective(1, 0).model_copy(
+            update={"gold": same, "options": [same, "Client: z", "Client: w"]}
+        ),
+        *[_prospective(d, 0) for d in range(2, 5)],
+    ]
+    for seed in range(20):
+        for item in make_easy(items, seed=seed):
+            keys = [option_key(o) for o in item.options]
+            assert len(set(keys)) == len(keys)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cogwm import corpora
+from cogwm.corpora import word_count
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Role, Utterance
-from cogwm.tom.items import CORPUS_DOMAIN, Domain, Line, SpeakerRole, word_count
+from cogwm.tom.items import CORPUS_DOMAIN, Domain, Line, SpeakerRole
 
 #: The three DialToM corpora, in the paper's order.
 DIALTOM_CORPORA: tuple[str, ...] = ("annomi", "esconv", "persuasionforgood")

@@ -205,22 +205,31 @@ async def _answer(
 
 _ANSWER_SENTENCE = re.compile(
     r"(answer is|correct answer|correct option|right answer|final answer|i choose|i pick|"
-    r"i would choose|i'd choose|best option is|best answer|so the answer)",
+    r"i would choose|i'd choose|best option is|best answer|so the answer|"
+    # "Answer: A" / "**Answer:** A" / "Final choice: A" (the teacher is told to end with its answer)
+    r"\banswer\W*:|\b(?:final|my) (?:choice|pick|option)\b|\bgo with\b|\bbest fit is\b)",
     re.IGNORECASE,
 )
 _QUOTE_NGRAM = 6
+#: Shorter options are masked when quoted whole (at least this many words).
+_MIN_QUOTE_WORDS = 2
+#: A double-quoted span of the reasoning (straight or curly quotes).
+_QUOTED_SPAN = re.compile(r"[\"“]([^\"“”]+)[\"”]")
 
 
 def mask_option_references(text: str, letters: Sequence[str], options: Sequence[str]) -> str:
     """A teacher's reasoning with its references to options masked.
 
-    Masks option letters ("Option B", "(C)", "B)", "options A and D", a standalone "C" other
-    than the words "A" and "I"), verbatim quotes of an option (runs of 6 or more of its words),
-    and drops sentences that declare the answer ("the answer is ...").
+    Masks option letters ("Option B", "(C)", "B)", "options A and D", a standalone "C"; "A" and
+    "I" only where they cannot be the English words, i.e. not before a lower-case word or an
+    apostrophe), verbatim quotes of an option (runs of 6 or more of its words, or the whole of a
+    shorter option), double-quoted parts of an option ("feeling sad"), and drops sentences that
+    declare the answer ("the answer is ...", "Answer: A").
     """
     sentences = re.split(r"(?<=[.!?])\s+|\n+", text.strip())
     kept = [s for s in sentences if s and not _ANSWER_SENTENCE.search(s)]
-    masked = _mask_quotes(" ".join(kept), options)
+    masked = _mask_quoted_spans(" ".join(kept), options)
+    masked = _mask_quotes(masked, options)
     return _mask_letters(masked, letters)
 
 
@@ -236,25 +245,57 @@ def _mask_letters(text: str, letters: Sequence[str]) -> str:
     )
     text = re.sub(rf"\(\s*{group}\s*\)", MASK, text)
     text = re.sub(rf"(^|\s){group}[).:](?=\s|$)", rf"\1{MASK}", text)
-    words = [x for x in letters if x not in {"A", "I"}]
-    if words:
-        text = re.sub(rf"\b(?:{'|'.join(map(re.escape, words))})\b", MASK, text)
+    plain = [x for x in letters if x not in _ENGLISH_WORDS]
+    if plain:
+        text = re.sub(rf"\b(?:{'|'.join(map(re.escape, plain))})\b", MASK, text)
+    english = [x for x in letters if x in _ENGLISH_WORDS]
+    if english:
+        # "A fits" / "I think" / "I'm" are words; "choose A," / "is A" are letters.
+        alt_words = "|".join(map(re.escape, english))
+        text = re.sub(rf"\b(?:{alt_words})\b(?!\s+[a-z]|['’])", MASK, text)
     return text
+
+
+_ENGLISH_WORDS = frozenset({"A", "I"})
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for t in (re.sub(r"\W+", "", w).casefold() for w in text.split()) if t]
+
+
+def _mask_quoted_spans(text: str, options: Sequence[str]) -> str:
+    """Double-quoted spans of 2+ words that are a contiguous part of an option."""
+    option_tokens = [" ".join(_tokens(o)) for o in options]
+
+    def replace(match: re.Match[str]) -> str:
+        span = _tokens(match.group(1))
+        if len(span) < _MIN_QUOTE_WORDS:
+            return match.group(0)
+        needle = " ".join(span)
+        hit = any(f" {needle} " in f" {tokens} " for tokens in option_tokens)
+        return MASK if hit else match.group(0)
+
+    return _QUOTED_SPAN.sub(replace, text)
 
 
 def _mask_quotes(text: str, options: Sequence[str]) -> str:
     words = text.split()
     norm = [re.sub(r"\W+", "", w).casefold() for w in words]
-    grams: set[tuple[str, ...]] = set()
+    grams: dict[int, set[tuple[str, ...]]] = {}  # n -> option n-grams
     for option in options:
         tokens = [re.sub(r"\W+", "", w).casefold() for w in option.split()]
-        grams.update(
-            tuple(tokens[k : k + _QUOTE_NGRAM]) for k in range(len(tokens) - _QUOTE_NGRAM + 1)
+        # a short option is a reference only when quoted whole
+        n = min(_QUOTE_NGRAM, len(tokens))
+        if n < _MIN_QUOTE_WORDS:
+            continue
+        grams.setdefault(n, set()).update(
+            tuple(tokens[k : k + n]) for k in range(len(tokens) - n + 1)
         )
     covered = [False] * len(words)
-    for k in range(len(words) - _QUOTE_NGRAM + 1):
-        if tuple(norm[k : k + _QUOTE_NGRAM]) in grams:
-            covered[k : k + _QUOTE_NGRAM] = [True] * _QUOTE_NGRAM
+    for n, known in grams.items():
+        for k in range(len(words) - n + 1):
+            if tuple(norm[k : k + n]) in known:
+                covered[k : k + n] = [True] * n
     out: list[str] = []
     for word, hidden in zip(words, covered, strict=True):
         if not hidden:

@@ -28,10 +28,12 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from cogwm.corpora import word_count
 from cogwm.models import Model
 from cogwm.models.types import Message, ModelCallError, Sampling, StructuredOutputError
 from cogwm.tom.contexts import Context, continuation_text
 from cogwm.tom.items import (
+    NONE_OF_THE_ABOVE,
     Attribute,
     Provenance,
     Source,
@@ -39,7 +41,6 @@ from cogwm.tom.items import (
     ToMItem,
     option_key,
     render_lines,
-    word_count,
 )
 from cogwm.tom.templates import PROSPECTIVE_QUESTION
 
@@ -353,6 +354,9 @@ class ItemGenerator:
         keys = [option_key(gold), *(option_key(d) for d in distractors)]
         if len(set(keys)) != len(keys) or len(distractors) != N_DISTRACTORS:
             self.report.drop(DropReason.DUPLICATE, item_id, "a distractor repeats another option")
+            return False
+        if option_key(NONE_OF_THE_ABOVE) in keys:  # reserved for the counterfactual probe
+            self.report.drop(DropReason.DUPLICATE, item_id, f"an option is {NONE_OF_THE_ABOVE!r}")
             return False
         return True
 

@@ -232,11 +232,6 @@ def group_turns(lines: list[Line]) -> list[list[Line]]:
     return turns
 
 
-def word_count(text: str) -> int:
-    """Whitespace words, the unit of DialToM's window and continuation lengths."""
-    return len(text.split())
-
-
 def render_lines(lines: Iterable[Line]) -> str:
     """Lines as ``Speaker: text``, one a line."""
     return "\n".join(f"{line.speaker}: {line.text}" for line in lines)
@@ -292,12 +287,3 @@ def write_items(path: Path, items: Iterable[ToMItem], *, append: bool = False) -
             handle.write(item.model_dump_json() + "\n")
             count += 1
     return count
-
-
-def domain_of(corpus: str) -> Domain:
-    """The DialToM domain of a corpus; an ``InputError`` for corpora outside DialToM."""
-    try:
-        return CORPUS_DOMAIN[corpus]
-    except KeyError:
-        known = ", ".join(sorted(CORPUS_DOMAIN))
-        raise InputError(f"corpus {corpus!r} is not a DialToM domain (known: {known})") from None

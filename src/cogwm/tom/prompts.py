@@ -12,7 +12,7 @@ import string
 from typing import NamedTuple
 
 from cogwm.models.types import Message
-from cogwm.tom.items import Line, Task, ToMItem, render_lines
+from cogwm.tom.items import Task, ToMItem, group_turns, render_lines
 
 #: Version of the subject prompts; part of a run's identity.
 PROMPT_VERSION = "dialtom-eval-v1"
@@ -74,17 +74,11 @@ def _body(item: ToMItem) -> str:
         parts.append(f"Mental-state profile of the {item.recipient} at this point:")
         parts.append(item.profile or "")
         if history:
-            parts.append(f"The last {len(_turns(history))} turn(s) of the conversation so far:")
+            parts.append(
+                f"The last {len(group_turns(history))} turn(s) of the conversation so far:"
+            )
             parts.append(render_lines(history))
     return "\n".join(parts)
-
-
-def _turns(lines: list[Line]) -> list[str]:
-    speakers: list[str] = []
-    for line in lines:
-        if not speakers or speakers[-1] != line.speaker:
-            speakers.append(line.speaker)
-    return speakers
 
 
 def mc_messages(

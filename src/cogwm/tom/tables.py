@@ -9,7 +9,6 @@ the retrospective-prospective gap), ``table4_correlations``, ``table5_attributes
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,15 +30,6 @@ TITLES: dict[str, str] = {
     "degradation": "Context degradation — CR by restored history turns",
     "open_ended": "Open-ended inferences — BLEU, ROUGE-L, embedding, judge (1–3)",
 }
-
-
-def table_rows(report: StatsReport) -> dict[str, list[dict[str, Any]]]:
-    """Every table as a list of plain dicts (the JSON/CSV form)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for name, value in report:
-        if isinstance(value, list):
-            out[name] = [row.model_dump() for row in value]
-    return out
 
 
 def report_json(report: StatsReport) -> dict[str, Any]:
@@ -166,8 +156,3 @@ def render_report(report: StatsReport, console: Console) -> None:
             console.print(table)
             for k, note in enumerate(notes, start=1):
                 console.print(f"  [{k}] {note}", markup=False, highlight=False)
-
-
-def dump_json(obj: Any) -> str:
-    """JSON text (NaN-free: undefined values are null)."""
-    return json.dumps(obj, indent=2, default=str)

@@ -40,6 +40,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from cogwm.corpora import word_count
 from cogwm.schema import Role, Utterance
 from cogwm.schema.labels import AnnoMIMeta, AnnoMIUtteranceLabels, ESConvMeta, P4GMeta
 from cogwm.tom.contexts import Context, continuation_text
@@ -51,7 +52,6 @@ from cogwm.tom.items import (
     Task,
     ToMItem,
     option_key,
-    word_count,
 )
 
 #: Default seed of every random choice made while building template items.

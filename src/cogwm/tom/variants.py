@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from cogwm.corpora import word_count
 from cogwm.errors import InputError
 from cogwm.models import Model
 from cogwm.models.types import ModelCallError
@@ -25,7 +26,6 @@ from cogwm.tom.items import (
     Variant,
     group_turns,
     option_key,
-    word_count,
 )
 
 DEFAULT_VARIANT_SEED = 7
@@ -71,10 +71,15 @@ def make_easy(items: Sequence[ToMItem], seed: int = DEFAULT_VARIANT_SEED) -> lis
         )
     easy: list[ToMItem] = []
     for item in base:
+        gold_key = option_key(item.gold)
         candidates = [
             text
-            for domain, dialogue, text in pool.values()
-            if domain == item.domain.value and dialogue != item.provenance.dialogue_id
+            for key, (domain, dialogue, text) in pool.items()
+            # another dialogue may hold the very same continuation ("Client: Okay."): never
+            # offer the gold again as a distractor
+            if domain == item.domain.value
+            and dialogue != item.provenance.dialogue_id
+            and key != gold_key
         ]
         picked = _pick_similar_length(item, candidates, item.n_options - 1, seed)
         if picked is None:
