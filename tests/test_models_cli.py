@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
 import subprocess
 import sys
 
@@ -112,3 +113,33 @@ def test_models_check_embedded_default():
     assert report["structured_ok"] is True
     assert report["choice_path"] == "logits"
     assert report["tokens_per_s"] > 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+def test_chat_ctrl_c_while_waiting_for_a_line_exits_at_once():
+    # A line is answered, then Ctrl-C arrives while chat waits for the next one (stdin stays
+    # open). Reading stdin in a worker thread made the process wait for another line first.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cogwm.cli.main", "chat", "fake:echo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("hi\n")
+        process.stdin.flush()
+        assert process.stdout.readline().strip() == "hi"
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=60)  # a hang guard, not a speed check
+        except subprocess.TimeoutExpired:
+            pytest.fail("chat did not stop on Ctrl-C while waiting for input")
+        assert process.returncode == 130
+    finally:
+        process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from typing import Literal
 
 import pytest
@@ -25,10 +24,12 @@ from cogwm.models import (
     Usage,
     cache_key,
     load,
+    open_cache,
     recording,
     register_fake,
     unregister_fake,
 )
+from cogwm.models.dispatch import EndpointPool
 from cogwm.models.fake import FakeBackend
 
 
@@ -150,20 +151,13 @@ def test_sample_index_gives_distinct_cache_entries_and_seeds(scripted):
     assert len(set(seeds)) == 3
 
 
-def test_cache_hit_is_fast(scripted, tmp_path):
-    scripted("fast", lambda m: "cached text")
-    model = load("fake:fast", cache=True, cache_path=str(tmp_path / "fast.sqlite"))
-
-    async def run() -> float:
-        await model.generate("q")
-        start = time.perf_counter()
-        for _ in range(50):
-            assert (await model.generate("q")).cached
-        return (time.perf_counter() - start) / 50
-
-    # Generous bound (the benchmark measures the real figure); catches a cache that re-opens
-    # the database or scans the table per hit.
-    assert asyncio.run(run()) < 0.01
+def test_closed_cache_is_not_handed_out_again(tmp_path):
+    path = tmp_path / "closed.sqlite"
+    first = open_cache(path)
+    first.close()
+    again = open_cache(path)
+    assert again is not first
+    assert len(again) == 0  # usable: the closed connection was not returned
 
 
 # ----------------------------------------------------------------------------------- retries
@@ -286,7 +280,6 @@ def test_timeout_is_enforced_and_retried(scripted):
     assert info.value.kind is FailureKind.TIMEOUT
     assert records[0].error_kind is FailureKind.TIMEOUT
     assert records[0].attempts == 2
-    assert records[0].latency_s < 2
 
 
 # ------------------------------------------------------------------------------ structured
@@ -355,26 +348,59 @@ def test_concurrency_limit_per_endpoint_and_spread(scripted):
 
 
 def test_least_busy_endpoint_gets_more_calls(scripted):
-    async def uneven(messages):
-        return "ok"
-
-    scripted("uneven", uneven, endpoints=2)
+    scripted("uneven", lambda m: "ok", endpoints=2)
     model = load("fake:uneven", max_concurrency=4)
     original = model.backend.complete
+    first_released = asyncio.Event()
+    answered_by_second = 0
 
-    async def slow_first(request, endpoint):
-        await asyncio.sleep(0.05 if endpoint.endswith("/0") else 0.005)
-        return await original(request, endpoint)
+    async def stuck_first(request, endpoint):
+        # Endpoint 0 answers nothing until endpoint 1 has answered every other call.
+        nonlocal answered_by_second
+        if endpoint.endswith("/0"):
+            await first_released.wait()
+        reply = await original(request, endpoint)
+        if endpoint.endswith("/1"):
+            answered_by_second += 1
+            if answered_by_second == 79:
+                first_released.set()
+        return reply
 
-    model.backend.complete = slow_first  # type: ignore[method-assign]
+    model.backend.complete = stuck_first  # type: ignore[method-assign]
 
     async def run() -> None:
-        await asyncio.gather(*(model.generate(f"q{i}") for i in range(80)))
+        async with asyncio.timeout(120):  # a hang guard: a pool that strands calls never ends
+            await asyncio.gather(*(model.generate(f"q{i}") for i in range(80)))
 
     asyncio.run(run())
-    assert (
-        model.stats.by_endpoint["fake://uneven/1"] > 2 * model.stats.by_endpoint["fake://uneven/0"]
-    )
+    # The first call waits on endpoint 0. Endpoint 1 answers each call before the next starts,
+    # so it is always the less busy one (0 in flight against 1), though endpoint 0 has 3 free
+    # slots: all 79 other calls go there.
+    assert model.stats.by_endpoint == {"fake://uneven/0": 1, "fake://uneven/1": 79}
+
+
+def test_cancelled_waiter_leaves_the_pool_consistent():
+    # A task cancelled while queued for a slot, whose entry a release drops before the task
+    # runs again (e.g. a TaskGroup cancelling a batch), must end with CancelledError.
+    pool = EndpointPool(["e"], max_concurrency=1)
+
+    async def enter() -> None:
+        async with pool.slot():
+            pass
+
+    async def run() -> None:
+        async with pool.slot():
+            queued = asyncio.create_task(enter())
+            await asyncio.sleep(0)  # it now waits for the slot
+            queued.cancel()
+        # Leaving the block released the slot before the cancelled task resumed.
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        assert pool.in_flight() == {"e": 0}
+        async with pool.slot() as endpoint:  # still usable
+            assert endpoint == "e"
+
+    asyncio.run(run())
 
 
 def test_recording_reaches_tasks_and_nests(scripted):

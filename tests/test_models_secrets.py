@@ -144,3 +144,57 @@ def test_explicit_key_option_is_hidden_too(leaky_server):
         asyncio.run(model.generate("boom"))
     assert FAKE_KEY not in str(info.value)
     assert FAKE_KEY not in repr(model.backend.options)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception reachable through ``__cause__`` and ``__context__``."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo += [current.__cause__, current.__context__]
+    return seen
+
+
+def test_failed_call_does_not_carry_the_client_request(leaky_server, monkeypatch):
+    # The openai client's exceptions hold the HTTP request, Authorization header included;
+    # ``raise ... from None`` hides it from tracebacks but keeps it as ``__context__``.
+    monkeypatch.setenv("COGWM_API_KEY", FAKE_KEY)
+    model = load("openai:m", base_url=leaky_server, max_attempts=1)
+
+    async def run() -> ModelCallError:
+        try:
+            await model.generate("boom")
+        except ModelCallError as exc:
+            return exc
+        finally:
+            await model.aclose()
+        raise AssertionError("the call should have failed")
+
+    error = asyncio.run(run())
+    for exc in _chain(error):
+        assert FAKE_KEY not in repr(exc)
+        request = getattr(exc, "request", None)
+        headers = dict(getattr(request, "headers", {}) or {})
+        assert FAKE_KEY not in json.dumps(headers), type(exc).__name__
+
+
+def test_extra_body_enters_the_identity_and_the_endpoint_does_not(leaky_server):
+    second = leaky_server.replace("127.0.0.1", "localhost")
+    plain = load("openai:m", base_url=leaky_server)
+    elsewhere = load("openai:m", base_url=second)
+    top_k = load("openai:m", base_url=leaky_server, extra_body={"top_k": 5})
+    assert plain.identity == elsewhere.identity == "openai:m"
+    assert top_k.identity != plain.identity
+    assert top_k.identity == load("openai:m", base_url=second, extra_body={"top_k": 5}).identity
+
+
+def test_clients_of_finished_event_loops_are_dropped(leaky_server):
+    model = load("openai:m", base_url=leaky_server, cache=False)
+    for _ in range(3):  # three asyncio.run calls, three event loops
+        asyncio.run(model.generate("ok", Sampling(max_tokens=2)))
+    backend = model.backend
+    assert len(backend._clients) == 1  # type: ignore[attr-defined]

@@ -184,27 +184,28 @@ def chat(
     history: list[Message] = [Message(role="system", content=system)] if system else []
     interactive = sys.stdin.isatty()
 
-    async def run() -> None:
+    # stdin is read here, not in a worker thread: Ctrl-C must interrupt the wait for a line (a
+    # thread blocked in readline would keep asyncio.run from finishing until the next Enter).
+    # One Runner keeps one event loop, so the model's clients live across the turns.
+    with asyncio.Runner() as runner:
         try:
             while True:
                 if interactive:
                     err_console.print("[bold]>[/bold] ", end="")
-                line = await asyncio.to_thread(sys.stdin.readline)
+                line = sys.stdin.readline()
                 if not line or line.strip() in ("/quit", "/exit"):
                     return
                 if not line.strip():
                     continue
                 history.append(Message(role="user", content=line.rstrip("\n")))
                 try:
-                    done = await loaded.generate(history, sampling, tag="chat")
+                    done = runner.run(loaded.generate(history, sampling, tag="chat"))
                 except ModelCallError as exc:
                     raise CogwmError(str(exc)) from None
                 history.append(Message(role="assistant", content=done.text))
                 typer.echo(done.text)
         finally:
-            await loaded.aclose()
-
-    asyncio.run(run())
+            runner.run(loaded.aclose())
 
 
 def _yes(flag: bool) -> str:

@@ -104,7 +104,10 @@ class ReplyCache:
             return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection; a later ``open_cache`` of this path opens a new one."""
+        with _open_lock:
+            if _open_caches.get(self.path) is self:
+                del _open_caches[self.path]
         with self._lock:
             self._db.close()
 

@@ -77,7 +77,7 @@ class EndpointPool:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self._release(state, waiter.result())  # handed a slot while being cancelled
-            else:
+            elif waiter in state.waiters:  # a release may already have dropped it as done
                 state.waiters.remove(waiter)
             raise
 

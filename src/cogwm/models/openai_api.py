@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
+import json
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -136,13 +138,13 @@ class OpenAIBackend(Backend):
         urls = base_urls(options.base_url)
         self._urls = {endpoint_label(u): u for u in urls}
         self.endpoints = list(self._urls)
-        self.identity = f"openai:{model}"
+        self.identity = f"openai:{model}" + _extra_body_suffix(options.extra_body)
         self.default_concurrency = 32
         self.default_timeout_s = 300.0
         self._key = SecretStr(api_key(options.api_key))
         self._clients: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, AsyncOpenAI]] = {}
         self._caps: dict[str, Capabilities] = {}
-        self._probe_locks: dict[tuple[int, str], asyncio.Lock] = {}
+        self._probe_locks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, endpoints={self.endpoints!r})"
@@ -169,8 +171,11 @@ class OpenAIBackend(Backend):
         if known is not None:
             return known
         loop = asyncio.get_running_loop()
-        lock = self._probe_locks.setdefault((id(loop), endpoint), asyncio.Lock())
-        async with lock:
+        entry = self._probe_locks.get(endpoint)
+        if entry is None or entry[0] is not loop:
+            # An asyncio.Lock binds to the loop it first waits on: one per loop.
+            entry = self._probe_locks[endpoint] = (loop, asyncio.Lock())
+        async with entry[1]:
             if endpoint not in self._caps:
                 self._caps[endpoint] = await self._probe(endpoint)
         return self._caps[endpoint]
@@ -182,8 +187,12 @@ class OpenAIBackend(Backend):
                 **self._arguments(request)
             )
         except Exception as exc:
-            raise self._classify(exc, request) from None
-        return self._reply(response)
+            failure = self._classify(exc, request)
+        else:
+            return self._reply(response)
+        # Raised outside the except block: the client's exception holds the request, whose headers
+        # carry the key, and ``from None`` would still keep it as ``__context__``.
+        raise failure
 
     async def aclose(self) -> None:
         """Close the HTTP clients of the running loop."""
@@ -202,6 +211,8 @@ class OpenAIBackend(Backend):
         loop = asyncio.get_running_loop()
         entry = self._clients.get((id(loop), endpoint))
         if entry is None or entry[0] is not loop:
+            # Forget clients of finished loops (each asyncio.run has its own), not to hold them all.
+            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
             client = AsyncOpenAI(
                 api_key=self._key.get_secret_value(),
                 base_url=self._urls[endpoint],
@@ -337,6 +348,14 @@ class OpenAIBackend(Backend):
             if error.kind is FailureKind.SERVER:
                 await self.complete(_probe_request(), endpoint)  # raises if the server is down
             return None
+
+
+def _extra_body_suffix(extra_body: dict[str, Any]) -> str:
+    """A digest of the extra request fields for the identity (they shape replies: top_k, ...)."""
+    if not extra_body:
+        return ""
+    canonical = json.dumps(extra_body, sort_keys=True, separators=(",", ":"), default=repr)
+    return "+extra:" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 def _probe_request(
