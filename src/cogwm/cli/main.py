@@ -9,6 +9,11 @@ from pydantic import ValidationError
 
 from cogwm.errors import CogwmError
 
+try:  # typer >= 0.29 vendors click; its usage errors live there
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer on real click
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 app = typer.Typer(
     name="cogwm",
     help="Measure how dialogue agents change the beliefs, desires, intentions and emotions "
@@ -21,27 +26,47 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `import cogwm.cli.main` stays cheap until a command runs.
-    from cogwm.cli import data
+    from cogwm.cli import arena, data, models, quickstart, score, tom
 
+    app.command("quickstart")(quickstart.quickstart)
+    app.add_typer(arena.app, name="arena")
     app.add_typer(data.app, name="data")
+    app.add_typer(models.app, name="models")
+    app.command("chat")(models.chat)
+    app.add_typer(score.app, name="score")
+    app.add_typer(tom.app, name="tom")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    sys.exit(2)
 
 
 def main() -> None:
     """Run the CLI; a user error prints ``error: ...`` on one line and exits with 2."""
     _register()
     try:
-        app(prog_name="cogwm")
+        result = app(prog_name="cogwm", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(0)
+    except click_errors.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "cogwm"
+        _fail(f"{command}: {exc.format_message()} (see --help)")
     except CogwmError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(str(exc))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        typer.echo(f"error: invalid {exc.title}: {where}: {first.get('msg')}", err=True)
-        sys.exit(2)
+        _fail(f"invalid {exc.title}: {where}: {first.get('msg')}")
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(130)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    if isinstance(result, int):
+        sys.exit(result)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,53 @@
+"""The arena: agents under test talk to a cognitive user simulator; every turn's BDI/E state is
+stored, and agents are ranked by how they move the user's state (DESIGN.md §6).
+
+Layers: ``participants`` (simulator, agent, intent detector, profile annotator), ``orchestrator``
+(the turn loop of one conversation and its termination), ``runner`` (units from a config,
+concurrency, resume, shards), ``config`` (TOML), ``scenarios`` (cold starts), ``prompts``.
+"""
+
+from cogwm.arena.config import AgentConfig, ArenaConfig, ModelConfig, config_hash, load_config
+from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome
+from cogwm.arena.participants import (
+    AgentParticipant,
+    IntentDetector,
+    ProfileAnnotator,
+    SimulatorParticipant,
+)
+from cogwm.arena.runner import RunSummary, run_arena
+from cogwm.arena.scenarios import Scenario, ScenarioSource, builtin_scenarios, select_scenarios
+from cogwm.arena.termination import Condition, ConversationStatus, Phase, Termination
+from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup
+from cogwm.arena.units import Shard, Unit, plan_units
+
+__all__ = [
+    "AgentConfig",
+    "AgentParticipant",
+    "ArenaConfig",
+    "ArenaTurn",
+    "Condition",
+    "ConversationStatus",
+    "IntentDetector",
+    "Limits",
+    "ModelConfig",
+    "Opening",
+    "Orchestrator",
+    "Outcome",
+    "Phase",
+    "ProfileAnnotator",
+    "RunSummary",
+    "Scenario",
+    "ScenarioSource",
+    "Shard",
+    "SimulatorParticipant",
+    "Termination",
+    "TurnOutput",
+    "Unit",
+    "UserSetup",
+    "builtin_scenarios",
+    "config_hash",
+    "load_config",
+    "plan_units",
+    "run_arena",
+    "select_scenarios",
+]

@@ -1,0 +1,68 @@
+"""GoodOutcome for a finished arena conversation, through the metrics package's LLM judge.
+
+The judge (``cogwm.metrics.judge.judge_good_outcome``) asks whether the task's success criterion
+holds at the end of the transcript (DESIGN.md §5). An unparsable verdict is ``None`` and counted
+in the report; a call that fails for good raises ``ModelCallError`` and the conversation ends in
+error (``--resume`` runs it again).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from cogwm.arena.config import ModelConfig
+from cogwm.arena.prompts import Prompt
+from cogwm.arena.termination import Phase
+from cogwm.arena.transcript import ArenaTurn
+from cogwm.metrics import judge
+from cogwm.models import Model
+from cogwm.schema import TaskSpec
+
+
+class Verdict(NamedTuple):
+    """A GoodOutcome verdict: ``good`` is None when the judge's reply could not be parsed."""
+
+    good: bool | None
+    detail: str
+    call_id: str | None
+
+
+def judge_prompt() -> Prompt:
+    """The judge's prompt as a versioned ``Prompt`` (stored with the run and hashed)."""
+    source = judge.PROMPTS[judge.JudgeMetric.GOOD_OUTCOME]
+    return Prompt(
+        id=source.id, version=source.version, text=f"{source.system}\n\n{source.template}"
+    )
+
+
+def judged_turns(turns: list[ArenaTurn], last: int) -> list[ArenaTurn]:
+    """The turns the judge reads: the cold start (where the user began) and the last ``last``.
+
+    Bounded so that long conversations fit small context windows; the criterion is about the end
+    of the conversation, judged against its beginning.
+    """
+    opening = [t for t in turns if t.phase is Phase.COLD_START]
+    tail = turns[max(len(opening), len(turns) - last) :]
+    return [*opening, *tail]
+
+
+async def judge_good_outcome(
+    model: Model,
+    config: ModelConfig,
+    task: TaskSpec,
+    turns: list[ArenaTurn],
+    *,
+    seed: int,
+    last_turns: int = 12,
+) -> Verdict:
+    """The GoodOutcome verdict on the cold start and the last ``last_turns`` turns.
+
+    Raises:
+        ModelCallError: The judge's call failed for good.
+    """
+    transcript = [(t.role, t.text) for t in judged_turns(turns, last_turns)]
+    (judgement,) = await judge.judge_good_outcome(
+        model, [("conversation", transcript)], task, sampling=config.sampling(seed), concurrency=1
+    )
+    detail = judgement.reason or judgement.failure or ""
+    return Verdict(judgement.good_outcome, detail, judgement.call_id)

@@ -1,0 +1,76 @@
+"""The quickstart: three agents that differ on purpose, on ESC and PD, all on the embedded model.
+
+The agents are an empathetic supporter, a solution-first advisor and a dismissive, off-topic
+control. Presets:
+
+- ``quick`` (default): 2 built-in scenarios per task, conversations of at most 5 rounds (2 cold
+  start + 3 simulated), the intent detector from round 4. Fits in about 15 minutes on 2 CPU cores.
+- ``full``: the paper's protocol (at most 20 rounds, detector from round 8), 5 scenarios per task.
+
+Both run the same code path as ``cogwm arena run``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from cogwm.arena.config import ArenaConfig, parse_config
+
+#: The embedded default model (SmolLM2-135M-Instruct in process).
+EMBEDDED_MODEL = "llamacpp:smollm2"
+
+
+class Preset(StrEnum):
+    """How long the quickstart's conversations are."""
+
+    QUICK = "quick"
+    FULL = "full"
+
+
+_PRESETS: dict[Preset, dict[str, Any]] = {
+    Preset.QUICK: {"dialogues_per_task": 2, "max_rounds": 5, "intent_from_round": 4},
+    Preset.FULL: {"dialogues_per_task": 5, "max_rounds": 20, "intent_from_round": 8},
+}
+
+_AGENTS = (
+    ("empathetic", "builtin:empathetic"),
+    ("solution_first", "builtin:solution_first"),
+    ("dismissive", "builtin:dismissive"),
+)
+
+
+def quickstart_config(
+    preset: Preset = Preset.QUICK, *, dialogues: int | None = None, model: str = EMBEDDED_MODEL
+) -> ArenaConfig:
+    """The quickstart's arena config.
+
+    Args:
+        preset: ``quick`` or ``full`` (see the module docstring).
+        dialogues: Scenarios per task, overriding the preset's.
+        model: The model of every role (agents, simulator, detector, judge).
+    """
+    settings = dict(_PRESETS[preset])
+    if dialogues is not None:
+        settings["dialogues_per_task"] = dialogues
+    raw: dict[str, Any] = {
+        "name": f"quickstart-{preset.value}",
+        "seed": 2024,
+        "tasks": ["ESC", "PD"],
+        "history_turns": 6,
+        "concurrency": 4,
+        **settings,
+        "simulator": {"model": model, "temperature": 0.3, "max_tokens": 300},
+        "agents": [
+            {
+                "name": name,
+                "model": model,
+                "prompt": prompt,
+                "conditions": ["no_cot"],
+                "temperature": 0.7,
+                "max_tokens": 80,
+            }
+            for name, prompt in _AGENTS
+        ],
+    }
+    return parse_config(raw, source=f"quickstart preset {preset.value}")

@@ -1,0 +1,396 @@
+"""Running many conversations from a config, with a store that makes the run resumable.
+
+Three layers (as in tau2-bench): ``Orchestrator.run`` plays one conversation; ``ArenaRunner``
+builds each one from the config (participants, scenario preparation, judge, metrics); ``run_arena``
+plans the units, checks the stored run, and runs every unit concurrently under one semaphore (no
+fixed batches, so one slow conversation stalls nothing else).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import Field
+
+from cogwm import tasks
+from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash
+from cogwm.arena.judging import judge_good_outcome
+from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
+from cogwm.arena.participants import (
+    AgentParticipant,
+    IntentDetector,
+    ProfileAnnotator,
+    SimulatorParticipant,
+)
+from cogwm.arena.progress import RunProgress
+from cogwm.arena.provenance import git_revision, package_versions
+from cogwm.arena.scenarios import Scenario, select_scenarios
+from cogwm.arena.scoring import conversation_metrics, user_states
+from cogwm.arena.termination import ConversationStatus, Termination
+from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
+from cogwm.arena.units import Shard, Unit, plan_units, shard_units
+from cogwm.errors import CogwmError, ConfigError
+from cogwm.models import Model, load, recording
+from cogwm.models.types import CallRecord, ModelCallError
+from cogwm.schema import CognitiveState, Profile, Record, TaskSpec
+from cogwm.store.db import PrepRow, RunStore, UnitRow
+
+
+class RunSummary(Record):
+    """What a call of ``run_arena`` did."""
+
+    planned: int = Field(description="Units in this run (or shard).")
+    skipped: int = Field(description="Units already finished in the store.")
+    finished: int
+    failed: int
+    interrupted: bool = False
+    elapsed_s: float
+    calls: int
+    tokens: int
+    cost_usd: float
+
+
+class Prep(Record):
+    """A scenario's preparation: the user's profile and the state read from the opening."""
+
+    profile: Profile
+    initial_state: CognitiveState
+    call_id: str | None = None
+
+
+class ArenaRunner:
+    """Builds and runs conversations of one config against one store."""
+
+    def __init__(
+        self,
+        config: ArenaConfig,
+        store: RunStore,
+        run_id: int,
+        progress: RunProgress,
+        *,
+        load_model: Callable[..., Model] = load,
+    ):
+        self.config = config
+        self.store = store
+        self.run_id = run_id
+        self.progress = progress
+        self._load_model = load_model
+        self._models: dict[str, Model] = {}
+        self._preps: dict[tuple[str, str], asyncio.Task[Prep]] = {}
+        self._stored_preps = store.preps(run_id)
+        self._agent_prompts = config.agent_prompts()
+
+    def model(self, spec: ModelConfig) -> Model:
+        """One ``Model`` per distinct address and options (the backend is shared anyway)."""
+        key = json.dumps([spec.model, spec.options], sort_keys=True)
+        if key not in self._models:
+            # A model's own ``cache`` option wins over the run's setting.
+            options = {"cache": self.config.cache, **spec.options}
+            self._models[key] = self._load_model(spec.model, **options)
+        return self._models[key]
+
+    async def aclose(self) -> None:
+        """Release model clients."""
+        for model in self._models.values():
+            await model.aclose()
+
+    # ------------------------------------------------------------------- scenario preparation
+
+    def prep(self, task: TaskSpec, scenario: Scenario) -> asyncio.Task[Prep]:
+        """The (shared) preparation of a scenario; started once, awaited by every agent on it.
+
+        It runs in a fresh context, so its model calls are not counted to whichever conversation
+        happened to start it; they are stored as run-level calls.
+        """
+        key = (task.name, scenario.id)
+        if key not in self._preps:
+            self._preps[key] = asyncio.create_task(
+                self._prepare(task, scenario), context=contextvars.Context()
+            )
+        return self._preps[key]
+
+    async def _prepare(self, task: TaskSpec, scenario: Scenario) -> Prep:
+        stored = self._stored_preps.get((task.name, scenario.id))
+        if stored is not None:
+            return Prep(
+                profile=Profile.model_validate_json(stored.profile_json),
+                initial_state=CognitiveState.model_validate_json(stored.initial_state_json),
+                call_id=stored.call_id,
+            )
+        with recording(lambda record: self._on_call(None, record)):
+            seed = derive_seed(self.config.seed, task.name, scenario.id)
+            turns = cold_start_turns(scenario)
+            profile = await self._profile(task, scenario, turns, seed)
+            simulator = SimulatorParticipant(
+                self.model(self.config.simulator),
+                self.config.simulator,
+                task,
+                history_turns=self.config.history_turns,
+            )
+            setup = UserSetup(context=scenario.context, profile=profile)
+            reading = await simulator.read_state(setup, turns, seed=derive_seed(seed, "opening"))
+        prep = Prep(profile=profile, initial_state=reading.state, call_id=reading.call_id)
+        self.store.add_prep(
+            self.run_id,
+            PrepRow(
+                task.name,
+                scenario.id,
+                profile.model_dump_json(),
+                profile.source,
+                reading.state.model_dump_json(),
+                reading.call_id,
+            ),
+        )
+        return prep
+
+    async def _profile(
+        self, task: TaskSpec, scenario: Scenario, turns: list[ArenaTurn], seed: int
+    ) -> Profile:
+        if scenario.profile is not None:
+            return scenario.profile
+        if not self.config.annotate_profiles:
+            return Profile.neutral()
+        model = self.config.annotator_model
+        annotator = ProfileAnnotator(self.model(model), model, task)
+        return await annotator.annotate(turns, seed=derive_seed(seed, "profile"))
+
+    # ------------------------------------------------------------------------ one conversation
+
+    async def run_unit(self, unit: Unit) -> bool:
+        """Run one unit to its end and store it; returns False if it ended with an error."""
+        task = tasks.get(unit.task)
+        conversation_id = self.store.start_conversation(self.run_id, self._unit_row(unit))
+        with recording(lambda record: self._on_call(conversation_id, record)):
+            try:
+                outcome = await self._converse(unit, task, conversation_id)
+                if outcome.termination is Termination.ERROR:
+                    return self._fail(conversation_id, outcome.rounds, outcome.error)
+                judge = self.config.judge_model
+                verdict = await judge_good_outcome(
+                    self.model(judge),
+                    judge,
+                    task,
+                    outcome.turns,
+                    seed=derive_seed(unit.seed(self.config.seed), "judge"),
+                )
+            except (ModelCallError, CogwmError) as exc:
+                return self._fail(conversation_id, None, str(exc))
+        metrics = conversation_metrics(user_states(outcome.turns), task)
+        metrics["go"] = None if verdict.good is None else float(verdict.good)
+        self.store.finish_conversation(
+            conversation_id,
+            status=ConversationStatus.FINISHED,
+            termination=outcome.termination,
+            rounds=outcome.rounds,
+            metrics=metrics,
+            details={"go": verdict.detail},
+        )
+        self.progress.on_conversation(failed=False)
+        return True
+
+    async def _converse(self, unit: Unit, task: TaskSpec, conversation_id: int) -> Outcome:
+        # Shielded: a cancelled conversation must not cancel a preparation others share.
+        prep = await asyncio.shield(self.prep(task, unit.scenario))
+        self.store.set_profile_source(conversation_id, prep.profile.source)
+        config = self.config
+        agent = AgentParticipant(
+            self.model(unit.agent),
+            unit.agent,
+            task,
+            self._agent_prompts[unit.agent.name],
+            unit.condition,
+            history_turns=config.history_turns,
+        )
+        simulator = SimulatorParticipant(
+            self.model(config.simulator), config.simulator, task, history_turns=config.history_turns
+        )
+        detector = IntentDetector(self.model(config.intent_model), config.intent_model, task)
+        limits = Limits(max_rounds=config.max_rounds, intent_from_round=config.intent_from_round)
+        opening = Opening(
+            scenario=unit.scenario,
+            setup=UserSetup(context=unit.scenario.context, profile=prep.profile),
+            initial_state=prep.initial_state,
+            reading_call_id=prep.call_id,
+        )
+        sink = _StoreSink(self.store, conversation_id)
+        outcome = await Orchestrator(agent, simulator, detector, limits).run(
+            opening, sink, seed=unit.seed(config.seed)
+        )
+        return outcome
+
+    def _fail(self, conversation_id: int, rounds: int | None, error: str | None) -> bool:
+        self.store.finish_conversation(
+            conversation_id,
+            status=ConversationStatus.FAILED,
+            termination=Termination.ERROR,
+            rounds=rounds or 0,
+            error=error,
+        )
+        self.progress.on_conversation(failed=True)
+        return False
+
+    def _unit_row(self, unit: Unit) -> UnitRow:
+        return UnitRow(
+            unit_key=unit.key,
+            task=unit.task,
+            agent=unit.agent.name,
+            condition=unit.condition.value,
+            scenario=unit.scenario.id,
+            scenario_source=unit.scenario.source,
+            agent_model=unit.agent.model,
+            simulator_model=self.config.simulator.model,
+            seed=unit.seed(self.config.seed),
+        )
+
+    def _on_call(self, conversation_id: int | None, record: CallRecord) -> None:
+        self.store.add_call(self.run_id, conversation_id, record)
+        self.progress.on_call(record)
+
+
+class _StoreSink:
+    """Writes each turn to the store as it happens (one commit per turn)."""
+
+    def __init__(self, store: RunStore, conversation_id: int):
+        self.store = store
+        self.conversation_id = conversation_id
+
+    def add_turn(self, turn: ArenaTurn) -> None:
+        self.store.add_turn(
+            self.conversation_id,
+            idx=turn.index,
+            round=turn.round,
+            role=turn.role.value,
+            phase=turn.phase.value,
+            text=turn.text,
+            state_json=None
+            if turn.state is None
+            else turn.state.model_dump_json(exclude_none=True),
+            reasoning=turn.reasoning,
+            call_id=turn.call_id,
+        )
+
+
+# ----------------------------------------------------------------------------------- the batch
+
+
+def open_run(
+    config: ArenaConfig, store: RunStore, *, resume: bool, force: bool, shard: Shard | None
+) -> int:
+    """The run id in ``store`` for ``config``: a new run, or the stored one when resuming.
+
+    Raises:
+        ConfigError: The store holds a run and ``resume`` is off; the stored config differs and
+            ``force`` is off; or the shard differs from the stored one.
+    """
+    digest = config_hash(config)
+    prompts = [p.model_dump(mode="json") for p in config.prompts()]
+    stored = store.run()
+    if stored is None:
+        return store.create_run(
+            name=config.name,
+            config=config.model_dump(mode="json"),
+            config_hash=digest,
+            prompts=prompts,
+            git_revision=git_revision(),
+            packages=package_versions(),
+            seed=config.seed,
+            shard=None if shard is None else str(shard),
+        )
+    if not resume:
+        raise ConfigError(
+            f"{store.path} already holds run {stored.name!r}; pass --resume to continue it "
+            "or choose another --db"
+        )
+    if (stored.shard or None) != (None if shard is None else str(shard)):
+        raise ConfigError(
+            f"--shard: {store.path} holds shard {stored.shard or 'none'}, not {shard or 'none'}"
+        )
+    if stored.config_hash != digest:
+        if not force:
+            raise ConfigError(
+                f"config changed since the run started (hash {stored.config_hash[:12]} -> "
+                f"{digest[:12]}); pass --force to continue with the new config"
+            )
+        store.update_run(
+            stored.id,
+            config=config.model_dump(mode="json"),
+            config_hash=digest,
+            prompts=prompts,
+            git_revision=git_revision(),
+            packages=package_versions(),
+        )
+    return stored.id
+
+
+async def run_arena(
+    config: ArenaConfig,
+    store: RunStore,
+    *,
+    resume: bool = False,
+    force: bool = False,
+    shard: Shard | None = None,
+    show_progress: bool = True,
+    load_model: Callable[..., Model] = load,
+) -> RunSummary:
+    """Run (or resume) every unit of ``config``; finished units in the store are skipped.
+
+    Conversations run concurrently, at most ``config.concurrency`` at a time. Cancelling this
+    coroutine (Ctrl-C) stops it cleanly: finished conversations stay stored, unfinished ones are
+    restarted by the next ``--resume``.
+    """
+    run_id = open_run(config, store, resume=resume, force=force, shard=shard)
+    data_dir = Path(config.data_dir) if config.data_dir else None
+    scenarios = {
+        task: select_scenarios(
+            tasks.get(task),
+            config.dialogues_per_task,
+            config.scenarios,
+            data_dir=data_dir,
+            seed=config.seed,
+        )
+        for task in config.tasks
+    }
+    units = shard_units(plan_units(config, scenarios), shard)
+    done = {
+        c.unit_key for c in store.conversations(run_id) if c.status == ConversationStatus.FINISHED
+    }
+    todo = [u for u in units if u.key not in done]
+    started = time.monotonic()
+    progress = RunProgress(len(todo), enabled=show_progress)
+    runner = ArenaRunner(config, store, run_id, progress, load_model=load_model)
+    interrupted = False
+    with progress:
+        try:
+            await _run_all(runner, todo, config.concurrency)
+        except asyncio.CancelledError:
+            interrupted = True
+        finally:
+            await runner.aclose()
+    return RunSummary(
+        planned=len(units),
+        skipped=len(units) - len(todo),
+        finished=progress.ended - progress.failed,
+        failed=progress.failed,
+        interrupted=interrupted,
+        elapsed_s=time.monotonic() - started,
+        calls=progress.calls,
+        tokens=progress.tokens,
+        cost_usd=progress.cost_usd,
+    )
+
+
+async def _run_all(runner: ArenaRunner, units: list[Unit], concurrency: int) -> None:
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(unit: Unit) -> None:
+        async with limit:
+            await runner.run_unit(unit)
+
+    async with asyncio.TaskGroup() as group:
+        for unit in units:
+            group.create_task(one(unit))

@@ -1,0 +1,225 @@
+"""Scenarios: the opening rounds (cold start), the user's situation and profile.
+
+Two sources: the built-in scenarios shipped in ``cogwm/data/scenarios/`` (original text, so the
+arena runs with no corpus), and real dialogues of the task's corpus (ESConv for ESC, P4G for PD,
+INSPIRED for CR), whose first two rounds become the cold start (DESIGN.md §6).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from cogwm.errors import ConfigError, InputError
+from cogwm.schema import BigFive, Dialogue, Profile, Record, Role, TaskSpec
+from cogwm.schema.labels import ESConvMeta, InspiredMeta, P4GMeta
+
+#: Rounds copied from a real dialogue before the simulation starts (DESIGN.md §6).
+COLD_START_ROUNDS = 2
+
+_BIG_FIVE_KEYS = {
+    "openness": ("open",),
+    "conscientiousness": ("conscien",),
+    "extraversion": ("extrover", "extraver"),
+    "agreeableness": ("agreeab",),
+    "neuroticism": ("neurot",),
+}
+
+
+class ScenarioSource(StrEnum):
+    """Where a run takes its scenarios from."""
+
+    BUILTIN = "builtin"
+    CORPUS = "corpus"
+
+
+class OpeningTurn(Record):
+    """One turn of the cold start."""
+
+    role: Role
+    text: str = Field(min_length=1)
+
+
+class Scenario(Record):
+    """What one conversation starts from."""
+
+    id: str = Field(description="Stable id: 'builtin:esc-01' or the corpus dialogue id.")
+    task: str
+    source: str = Field(description="'builtin' or the corpus name.")
+    title: str = ""
+    context: str = Field(description="The user's situation, shown to the simulator only.")
+    opening: list[OpeningTurn]
+    profile: Profile | None = Field(
+        default=None, description="From the scenario or corpus metadata; None when unknown."
+    )
+
+    @model_validator(mode="after")
+    def _opening_is_cold_start(self) -> Scenario:
+        roles = [t.role for t in self.opening]
+        if any(a is b for a, b in itertools.pairwise(roles)):
+            raise ValueError(f"scenario {self.id}: opening turns must alternate speakers")
+        if not roles or roles[-1] is not Role.USER:
+            raise ValueError(f"scenario {self.id}: the opening must end with a user turn")
+        if count_rounds(roles) != COLD_START_ROUNDS:
+            raise ValueError(
+                f"scenario {self.id}: the opening must hold {COLD_START_ROUNDS} rounds"
+            )
+        return self
+
+
+def count_rounds(roles: list[Role]) -> int:
+    """Rounds in a sequence of turn roles: agent turns immediately followed by a user turn."""
+    return sum(1 for a, b in itertools.pairwise(roles) if a is Role.AGENT and b is Role.USER)
+
+
+@cache
+def builtin_scenarios(task: str) -> tuple[Scenario, ...]:
+    """The built-in scenarios of ``task`` (empty when the package ships none for it)."""
+    name = f"{task.lower()}.json"
+    folder = resources.files("cogwm") / "data" / "scenarios"
+    entry = folder / name
+    if not entry.is_file():
+        return ()
+    raw = json.loads(entry.read_text(encoding="utf-8"))
+    return tuple(
+        Scenario.model_validate(
+            {**item, "id": f"builtin:{item['id']}", "task": raw["task"], "source": "builtin"},
+            strict=False,
+        )
+        for item in raw["scenarios"]
+    )
+
+
+def cold_start(dialogue: Dialogue) -> list[OpeningTurn] | None:
+    """The turns up to the user turn that closes round 2; None if the dialogue is too short.
+
+    A leading user turn (a greeting before the agent's first turn) is kept. The dialogue must go on
+    after the cold start, with at least one more agent turn, or it is not a usable opening.
+    """
+    turns = dialogue.turns()
+    opening: list[OpeningTurn] = []
+    rounds = 0
+    for position, turn in enumerate(turns):
+        opening.append(OpeningTurn(role=turn.role, text=turn.text.strip() or "..."))
+        previous = turns[position - 1].role if position else None
+        if turn.role is Role.USER and previous is Role.AGENT:
+            rounds += 1
+        if rounds == COLD_START_ROUNDS:
+            rest = turns[position + 1 :]
+            return opening if any(t.role is Role.AGENT for t in rest) else None
+    return None
+
+
+def profile_from_metadata(dialogue: Dialogue) -> Profile | None:
+    """The user's profile from corpus metadata: the dialogue's own, or Big Five (P4G, INSPIRED)."""
+    if dialogue.profile is not None:
+        return dialogue.profile
+    traits: dict[str, Any] = {}
+    meta = dialogue.meta
+    if isinstance(meta, P4GMeta) and meta.persuadee is not None:
+        traits = dict(meta.persuadee.traits)
+    elif isinstance(meta, InspiredMeta) and meta.survey is not None:
+        traits = dict(meta.survey.seeker_personality or {})
+    big_five = _big_five(traits)
+    if big_five is None:
+        return None
+    return Profile(big_five=big_five, confidence=3, source="corpus")
+
+
+def _big_five(traits: dict[str, Any]) -> BigFive | None:
+    """Big Five from a corpus trait row (P4G and INSPIRED both ask on 1-5)."""
+    values: dict[str, float] = {}
+    lowered = {str(k).lower(): v for k, v in traits.items()}
+    for field, prefixes in _BIG_FIVE_KEYS.items():
+        found = next(
+            (v for k, v in lowered.items() if k.startswith(prefixes) and _is_number(v)), None
+        )
+        if found is None:
+            return None
+        values[field] = min(5.0, max(1.0, float(found)))
+    return BigFive(**values)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def context_from_metadata(dialogue: Dialogue, task: TaskSpec) -> str:
+    """The user's situation: ESConv's self-reported situation, else the task's scenario."""
+    meta = dialogue.meta
+    if isinstance(meta, ESConvMeta):
+        return (
+            f"{meta.situation.strip()} (problem: {meta.problem_type}; feeling: {meta.emotion_type})"
+        )
+    return task.scenario
+
+
+def scenario_from_dialogue(dialogue: Dialogue, task: TaskSpec) -> Scenario | None:
+    """A scenario whose cold start is the dialogue's first two rounds; None if too short."""
+    opening = cold_start(dialogue)
+    if opening is None:
+        return None
+    return Scenario(
+        id=dialogue.id,
+        task=task.name,
+        source=dialogue.corpus,
+        context=context_from_metadata(dialogue, task),
+        opening=opening,
+        profile=profile_from_metadata(dialogue),
+    )
+
+
+def corpus_scenarios(task: TaskSpec, data_dir: Path) -> list[Scenario]:
+    """Every usable scenario from the task's corpus, in corpus order."""
+    from cogwm import corpora
+
+    dialogues = corpora.load(task.corpus, data_dir)
+    # The P4G release marks some dialogues as bad ('BAD_' ids); they make no cold start.
+    usable = (d for d in dialogues if not (isinstance(d.meta, P4GMeta) and d.meta.marked_bad))
+    found = (scenario_from_dialogue(d, task) for d in usable)
+    return [s for s in found if s is not None]
+
+
+def select_scenarios(
+    task: TaskSpec,
+    count: int,
+    source: ScenarioSource,
+    *,
+    data_dir: Path | None,
+    seed: int,
+) -> list[Scenario]:
+    """``count`` scenarios for ``task``: the first built-in ones, or a seeded sample of a corpus.
+
+    Raises:
+        ConfigError: Fewer scenarios exist than asked for, or a corpus run lacks a data dir.
+    """
+    if source is ScenarioSource.BUILTIN:
+        pool = list(builtin_scenarios(task.name))
+        if len(pool) < count:
+            raise ConfigError(
+                f"dialogues_per_task: {count} asked for {task.name} but {len(pool)} built-in "
+                'scenarios exist; use scenarios = "corpus" with a data_dir for more'
+            )
+        return pool[:count]
+    if data_dir is None:
+        raise ConfigError('data_dir: scenarios = "corpus" needs a data directory')
+    try:
+        pool = corpus_scenarios(task, data_dir)
+    except (OSError, InputError) as exc:
+        raise ConfigError(f"data_dir: cannot read the {task.corpus} corpus: {exc}") from exc
+    if len(pool) < count:
+        raise ConfigError(
+            f"dialogues_per_task: {count} asked for {task.name} but {task.corpus} has "
+            f"{len(pool)} usable dialogues"
+        )
+    # Sorting by id first makes the sample independent of the loader's order.
+    pool.sort(key=lambda s: s.id)
+    return random.Random(f"{seed}:{task.name}").sample(pool, count)

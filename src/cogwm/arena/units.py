@@ -1,0 +1,69 @@
+"""Units of a run: one conversation each (task, scenario, agent, condition), and shards."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from cogwm.arena.config import AgentConfig, ArenaConfig
+from cogwm.arena.scenarios import Scenario
+from cogwm.arena.termination import Condition
+from cogwm.arena.transcript import derive_seed
+from cogwm.errors import ConfigError
+
+
+class Shard(NamedTuple):
+    """Part ``part`` (1-based) of ``parts`` equal parts of a run."""
+
+    part: int
+    parts: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"2/4"`` -> ``Shard(2, 4)``; a ``ConfigError`` for anything else."""
+        left, sep, right = text.partition("/")
+        try:
+            shard = cls(int(left), int(right))
+        except ValueError:
+            shard = None
+        if not sep or shard is None or not 1 <= shard.part <= shard.parts:
+            raise ConfigError(f"--shard: expected i/n with 1 <= i <= n, got {text!r}")
+        return shard
+
+    def __str__(self) -> str:
+        return f"{self.part}/{self.parts}"
+
+
+class Unit(NamedTuple):
+    """One conversation to run: task, scenario, agent and condition."""
+
+    task: str
+    scenario: Scenario
+    agent: AgentConfig
+    condition: Condition
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the unit in the store."""
+        return f"{self.task}|{self.scenario.id}|{self.agent.name}|{self.condition.value}"
+
+    def seed(self, run_seed: int) -> int:
+        """The unit's seed, from (run seed, task, scenario, agent, condition)."""
+        return derive_seed(run_seed, self.task, self.scenario.id, self.agent.name, self.condition)
+
+
+def plan_units(config: ArenaConfig, scenarios: dict[str, list[Scenario]]) -> list[Unit]:
+    """Every unit of the config, in a fixed order (task, scenario, agent, condition)."""
+    return [
+        Unit(task, scenario, agent, condition)
+        for task in config.tasks
+        for scenario in scenarios[task]
+        for agent in config.agents
+        for condition in agent.conditions
+    ]
+
+
+def shard_units(units: list[Unit], shard: Shard | None) -> list[Unit]:
+    """The units of one shard: every ``parts``-th unit, starting at ``part - 1``."""
+    if shard is None:
+        return units
+    return units[shard.part - 1 :: shard.parts]

@@ -1,0 +1,133 @@
+"""``cogwm arena``: run agents against the user simulator, merge shards, report the results."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from cogwm.cli.common import console, err_console, print_json
+
+app = typer.Typer(
+    help="Agents under test talk to a cognitive user simulator; rank them by how they move the "
+    "user's beliefs, desires, intentions and emotion.",
+    no_args_is_help=True,
+)
+
+DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
+
+#: Width of the tables when the output is not a terminal (files, pipes, logs).
+REPORT_WIDTH = 160
+
+
+def report_console() -> Console:
+    """The terminal's console, or a wide one when the output goes to a file or a pipe."""
+    return console if console.is_terminal else Console(width=REPORT_WIDTH)
+
+
+@app.command("run")
+def run_command(
+    config_path: Annotated[Path, typer.Argument(metavar="CONFIG", help="TOML arena config.")],
+    db: DbOption = Path("runs.sqlite"),
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue the run in --db: skip finished conversations."),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --resume, accept a config that changed.")
+    ] = False,
+    shard: Annotated[
+        str | None, typer.Option("--shard", help="Run part i of n (e.g. 2/4); merge afterwards.")
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Corpora directory (overrides the config's data_dir)."),
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
+) -> None:
+    """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
+    from cogwm.arena.config import load_config
+    from cogwm.arena.runner import run_arena
+    from cogwm.arena.units import Shard
+    from cogwm.store import RunStore
+
+    config = load_config(config_path)
+    if data_dir is not None:
+        config = config.model_copy(update={"data_dir": str(data_dir)})
+    parsed_shard = Shard.parse(shard) if shard else None
+    with RunStore(db) as store:
+        summary = asyncio.run(
+            run_arena(
+                config,
+                store,
+                resume=resume,
+                force=force,
+                shard=parsed_shard,
+                show_progress=progress,
+            )
+        )
+    err_console.print(
+        f"{summary.finished} finished, {summary.failed} failed, {summary.skipped} already done "
+        f"of {summary.planned} · {summary.tokens:,} tokens · ${summary.cost_usd:.4f} · "
+        f"{summary.elapsed_s:.0f}s"
+    )
+    if summary.interrupted:
+        err_console.print(
+            f"interrupted: finished conversations are kept; resume with --resume --db {db}"
+        )
+        raise typer.Exit(130)
+
+
+@app.command("report")
+def report_command(
+    db: DbOption = Path("runs.sqlite"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print long-format CSV.")] = False,
+    plots: Annotated[
+        Path | None, typer.Option("--plots", help="Write trajectory and heatmap PNGs here.")
+    ] = None,
+    empty: Annotated[
+        str, typer.Option(help="Empty B/D/I: 'zero' (paper) or 'carry' (last known value).")
+    ] = "zero",
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Tables (Table 6, per task, discriminability, typology, correlations) and plots of a run."""
+    from cogwm.errors import InputError
+    from cogwm.report import build_report, load_run, render, to_csv, to_json, write_plots
+    from cogwm.store import RunStore
+
+    if as_json and as_csv:
+        raise InputError("--json and --csv exclude each other")
+    if empty not in ("zero", "carry"):
+        raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
+    with RunStore(db, create=False) as store:
+        data = load_run(store, empty=empty)
+    report = build_report(data, n_resamples=resamples, seed=seed)
+    if as_json:
+        print_json(to_json(report))
+    elif as_csv:
+        typer.echo(to_csv(report), nl=False)
+    else:
+        render(report, report_console())
+    if plots is not None:
+        written = write_plots(data, report, plots)
+        err_console.print(f"wrote {len(written)} plots to {plots}")
+
+
+@app.command("merge")
+def merge_command(
+    out: Annotated[Path, typer.Argument(help="New store to create.")],
+    shards: Annotated[list[Path], typer.Argument(help="Shard stores to merge.")],
+) -> None:
+    """Merge the stores of a sharded run into OUT."""
+    from cogwm.store import merge_stores
+
+    summary = merge_stores(out, shards)
+    err_console.print(
+        f"merged {summary.shards} shards into {out}: {summary.conversations} conversations "
+        f"({summary.unfinished} unfinished, {summary.duplicates} duplicates dropped)"
+    )

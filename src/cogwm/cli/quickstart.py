@@ -1,0 +1,57 @@
+"""``cogwm quickstart``: the arena on the embedded model, then the leaderboard and plots."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cogwm.cli.arena import report_console
+from cogwm.cli.common import err_console
+
+
+def quickstart(
+    db: Annotated[
+        Path, typer.Option("--db", help="SQLite run store (resumed if it exists).")
+    ] = Path("cogwm-quickstart.sqlite"),
+    out: Annotated[Path, typer.Option("--out", help="Directory for the plots.")] = Path(
+        "cogwm-quickstart-plots"
+    ),
+    preset: Annotated[
+        str, typer.Option(help="'quick' (short conversations, ~15 min) or 'full' (paper protocol).")
+    ] = "quick",
+    dialogues: Annotated[
+        int | None, typer.Option(min=1, help="Scenarios per task (overrides the preset).")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
+    model: Annotated[
+        str, typer.Option(hidden=True, help="Model of every role (tests use a fake).")
+    ] = "llamacpp:smollm2",
+) -> None:
+    """Three agents that differ on purpose (empathetic, solution-first, dismissive control) on ESC
+    and PD with the embedded SmolLM2 model; prints the leaderboard and writes the plots."""
+    from cogwm.arena.quickstart import Preset, quickstart_config
+    from cogwm.arena.runner import run_arena
+    from cogwm.errors import InputError
+    from cogwm.report import build_report, load_run, render, write_plots
+    from cogwm.store import RunStore
+
+    try:
+        chosen = Preset(preset)
+    except ValueError:
+        raise InputError(f"--preset must be 'quick' or 'full', got {preset!r}") from None
+    config = quickstart_config(chosen, dialogues=dialogues, model=model)
+    with RunStore(db) as store:
+        summary = asyncio.run(run_arena(config, store, resume=True, show_progress=progress))
+        if summary.interrupted:
+            err_console.print(f"interrupted: run `cogwm quickstart --db {db}` again to continue")
+            raise typer.Exit(130)
+        data = load_run(store)
+    report = build_report(data)
+    render(report, report_console())
+    written = write_plots(data, report, out)
+    err_console.print(
+        f"{summary.elapsed_s:.0f}s · wrote {len(written)} plots to {out} · run store {db}"
+    )

@@ -1,0 +1,35 @@
+"""Reports of stored runs: tables (rich, JSON, CSV) and figures (matplotlib, imported lazily)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cogwm.report.data import ConversationData, RunData, load_run
+from cogwm.report.render import render, to_csv, to_json, warnings
+from cogwm.report.tables import ArenaReport, ArmRow, TaskRow, build_report
+
+
+def write_plots(data: RunData, report: ArenaReport, out_dir: Path) -> list[Path]:
+    """Every figure of a run into ``out_dir``: trajectories per task and dimension, heatmap."""
+    from cogwm.report.plots import correlation_heatmap, trajectory_plots
+
+    written = trajectory_plots(data, out_dir)
+    if report.correlations is not None:
+        written.append(correlation_heatmap(report.correlations, out_dir / "correlations.png"))
+    return written
+
+
+__all__ = [
+    "ArenaReport",
+    "ArmRow",
+    "ConversationData",
+    "RunData",
+    "TaskRow",
+    "build_report",
+    "load_run",
+    "render",
+    "to_csv",
+    "to_json",
+    "warnings",
+    "write_plots",
+]

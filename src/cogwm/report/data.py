@@ -1,0 +1,120 @@
+"""Reading an arena run back from the store, ready for tables and plots.
+
+Everything is recomputed from stored turns (the user's states), so the report reproduces every
+column from the store alone; only GoodOutcome (an LLM verdict) is read from the metrics table.
+Conversations that ended in error, and unfinished ones, are left out and counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from cogwm import tasks
+from cogwm.arena.scoring import conversation_metrics
+from cogwm.arena.termination import ConversationStatus
+from cogwm.errors import InputError
+from cogwm.metrics.trajectory import EmptyPolicy
+from cogwm.schema import CognitiveState
+from cogwm.store.db import CallTotals, ConversationRow, RunRow, RunStore, TurnRow
+
+
+class ConversationData(NamedTuple):
+    """One finished conversation with its trajectory and metrics."""
+
+    id: int
+    task: str
+    agent: str
+    condition: str
+    scenario: str
+    termination: str
+    rounds: int
+    states: list[CognitiveState]
+    metrics: dict[str, float | None]
+    go: bool | None
+
+    @property
+    def arm(self) -> str:
+        """The agent x condition the conversation belongs to."""
+        return arm_name(self.agent, self.condition)
+
+    @property
+    def scenario_key(self) -> str:
+        """The scenario across tasks (bootstrap unit, shared by all arms)."""
+        return f"{self.task}:{self.scenario}"
+
+
+class RunData(NamedTuple):
+    """A run's finished conversations and what was left out."""
+
+    run: RunRow
+    conversations: list[ConversationData]
+    errors: Counter[str]
+    unfinished: Counter[str]
+    same_model_agents: list[str]
+    calls: CallTotals
+    empty: EmptyPolicy
+
+
+def arm_name(agent: str, condition: str) -> str:
+    """``agent/condition``."""
+    return f"{agent}/{condition}"
+
+
+def states_of(turns: list[TurnRow]) -> list[CognitiveState]:
+    """The trajectory's states: the initial state, then each simulated user turn's."""
+    return [
+        CognitiveState.model_validate_json(t.state_json)
+        for t in turns
+        if t.role == "user" and t.state_json is not None
+    ]
+
+
+def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) -> RunData:
+    """Read the run in ``store``.
+
+    Raises:
+        InputError: The store holds no run.
+    """
+    run = store.run()
+    if run is None:
+        raise InputError(f"{store.path} holds no run")
+    policy = EmptyPolicy(empty)
+    rows = store.conversations(run.id)
+    turns = store.all_turns(run.id)
+    stored = store.metrics(run.id)
+    errors: Counter[str] = Counter()
+    unfinished: Counter[str] = Counter()
+    kept: list[ConversationData] = []
+    for row in rows:
+        arm = arm_name(row.agent, row.condition)
+        if row.status == ConversationStatus.FAILED:
+            errors[arm] += 1
+        elif row.status != ConversationStatus.FINISHED:
+            unfinished[arm] += 1
+        else:
+            kept.append(_conversation(row, turns.get(row.id, []), stored.get(row.id, {}), policy))
+    same = sorted({r.agent for r in rows if r.agent_model == r.simulator_model})
+    return RunData(run, kept, errors, unfinished, same, store.call_totals(run.id), policy)
+
+
+def _conversation(
+    row: ConversationRow,
+    turns: list[TurnRow],
+    stored: dict[str, float | None],
+    policy: EmptyPolicy,
+) -> ConversationData:
+    states = states_of(turns)
+    go = stored.get("go")
+    return ConversationData(
+        id=row.id,
+        task=row.task,
+        agent=row.agent,
+        condition=row.condition,
+        scenario=row.scenario,
+        termination=row.termination or "",
+        rounds=row.rounds or 0,
+        states=states,
+        metrics=conversation_metrics(states, tasks.get(row.task), policy),
+        go=None if go is None else bool(go),
+    )

@@ -1,0 +1,156 @@
+"""Figures of an arena run (matplotlib, Agg backend): mean trajectories over normalised dialogue
+progress with ±1 SEM bands per task and dimension (paper Figures 5, 7, 8), and the correlation
+heatmap of the trajectory metrics.
+
+Each conversation's series of N values is placed at progress 0..100 % and linearly interpolated
+onto a common grid; the mean and the standard error of the mean across conversations are taken
+per grid point. The emotion line is ``e = valence x intensity``; B/D/I follow the report's empty
+policy (``zero``: an empty dimension is 0; ``carry``: the last known value, none before the first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cogwm import tasks
+from cogwm.metrics.aggregate import CorrelationMatrix
+from cogwm.metrics.trajectory import EmptyPolicy, composite_series
+from cogwm.report.data import ConversationData, RunData
+from cogwm.schema import BDI, CognitiveState
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Points of the normalised progress grid (0, 5, ..., 100 %).
+GRID = np.linspace(0.0, 100.0, 21)
+#: Plotted dimensions: key -> title.
+DIMENSIONS: dict[str, str] = {
+    "comp": "Composite",
+    "emotion": "Emotion (valence × intensity)",
+    "belief": "Belief",
+    "desire": "Desire",
+    "intention": "Intention",
+}
+
+
+def dimension_series(c: ConversationData, dimension: str, empty: EmptyPolicy) -> list[float | None]:
+    """One conversation's values of ``dimension`` per state (None where unknown)."""
+    states: Sequence[CognitiveState] = c.states
+    if dimension == "comp":
+        return list(composite_series(states, tasks.get(c.task), empty))
+    if dimension == "emotion":
+        return [s.emotion.quantified if s.emotion is not None else None for s in states]
+    dim = next(d for d in BDI if d.value == dimension)
+    values: list[float | None] = []
+    last: float | None = None
+    for state in states:
+        value = state.dimension_value(dim)
+        if empty is EmptyPolicy.ZERO:
+            values.append(0.0 if value is None else value)
+        else:
+            last = value if value is not None else last
+            values.append(last)
+    return values
+
+
+def on_grid(values: list[float | None]) -> FloatArray | None:
+    """A series interpolated onto ``GRID`` (None with fewer than two known points)."""
+    known = [(i, v) for i, v in enumerate(values) if v is not None]
+    if len(values) < 2 or len(known) < 2:
+        return None
+    x = np.array([100.0 * i / (len(values) - 1) for i, _ in known])
+    y = np.array([v for _, v in known], dtype=np.float64)
+    out = np.interp(GRID, x, y)
+    # Before the first known point the value is unknown, not the first value.
+    out[x[0] > GRID] = np.nan
+    return out
+
+
+def mean_sem(rows: list[FloatArray]) -> tuple[FloatArray, FloatArray]:
+    """Mean and standard error of the mean per grid point (NaN-aware; SEM 0 with one value)."""
+    matrix = np.vstack(rows)
+    count = np.sum(~np.isnan(matrix), axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nanmean(matrix, axis=0)
+        std = np.where(
+            count > 1, np.nanstd(matrix, axis=0, ddof=1 if matrix.shape[0] > 1 else 0), 0.0
+        )
+        sem = np.where(count > 0, std / np.sqrt(np.maximum(count, 1)), np.nan)
+    return mean, sem
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _draw(ax: Any, data: RunData, task: str, dimension: str) -> None:
+    convs = [c for c in data.conversations if c.task == task]
+    for arm in sorted({c.arm for c in convs}):
+        rows = [
+            g
+            for c in convs
+            if c.arm == arm
+            and (g := on_grid(dimension_series(c, dimension, data.empty))) is not None
+        ]
+        if not rows:
+            continue
+        mean, sem = mean_sem(rows)
+        (line,) = ax.plot(GRID, mean, label=f"{arm} (n={len(rows)})")
+        ax.fill_between(GRID, mean - sem, mean + sem, color=line.get_color(), alpha=0.15)
+    ax.set_title(f"{task}: {DIMENSIONS[dimension]}")
+    ax.set_xlabel("dialogue progress (%)")
+    ax.grid(alpha=0.3)
+
+
+def trajectory_plots(data: RunData, out_dir: Path) -> list[Path]:
+    """One PNG per task and dimension, plus one overview per task; returns the paths written."""
+    plt = _pyplot()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for task in sorted({c.task for c in data.conversations}):
+        for dimension in DIMENSIONS:
+            fig, ax = plt.subplots(figsize=(6, 4))
+            _draw(ax, data, task, dimension)
+            ax.legend(fontsize=7)
+            written.append(_save(fig, plt, out_dir / f"trajectory_{task}_{dimension}.png"))
+        fig, axes = plt.subplots(1, len(DIMENSIONS), figsize=(4 * len(DIMENSIONS), 3.6))
+        for ax, dimension in zip(axes, DIMENSIONS, strict=True):
+            _draw(ax, data, task, dimension)
+        axes[0].legend(fontsize=7)
+        written.append(_save(fig, plt, out_dir / f"trajectories_{task}.png"))
+    return written
+
+
+def correlation_heatmap(matrix: CorrelationMatrix, path: Path) -> Path:
+    """The correlation matrix as an annotated heatmap PNG."""
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    values = np.array([[np.nan if v is None else v for v in row] for row in matrix.r])
+    size = 0.6 * len(matrix.names) + 2
+    fig, ax = plt.subplots(figsize=(size, size))
+    image = ax.imshow(values, cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set_xticks(range(len(matrix.names)), matrix.names, rotation=45, ha="right")
+    ax.set_yticks(range(len(matrix.names)), matrix.names)
+    for i in range(len(matrix.names)):
+        for j in range(len(matrix.names)):
+            text = "–" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    ax.set_title(f"Trajectory metrics, Pearson r (n = {matrix.n})")
+    return _save(fig, plt, path)
+
+
+def _save(fig: Any, plt: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

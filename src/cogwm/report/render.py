@@ -1,0 +1,288 @@
+"""Showing an ``ArenaReport``: rich tables on a terminal, one JSON object, or long-format CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from cogwm.metrics.aggregate import MeanEstimate
+from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow, Cells
+
+_SIGNED = {"cts", "auc", "delta", "e_delta", "b_delta", "d_delta", "i_delta"}
+
+
+def _number(value: float | None, signed: bool, digits: int = 3) -> str:
+    """Paper style: ``+.233`` (no leading zero below 1), ``12.5`` for percentages."""
+    if value is None:
+        return "–"
+    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    if digits and abs(value) < 1:
+        text = text.replace("0.", ".", 1)
+    return text
+
+
+def cell(estimate: MeanEstimate | None, *, signed: bool = True, digits: int = 3) -> str:
+    """``mean`` over its CI ``[low, high]`` (one digit fewer), or ``–`` when undefined."""
+    if estimate is None:
+        return "–"
+    text = _number(estimate.mean, signed, digits)
+    if estimate.ci_low is not None and estimate.ci_high is not None:
+        ci_digits = max(0, digits - 1)
+        low = _number(estimate.ci_low, signed, ci_digits)
+        high = _number(estimate.ci_high, signed, ci_digits)
+        text += f"\n[{low}, {high}]"
+    return text
+
+
+def warnings(report: ArenaReport) -> list[str]:
+    """Plain statements the reader must see before the numbers."""
+    notes: list[str] = []
+    if report.same_model_agents:
+        notes.append(
+            "One model plays both sides: agent(s) "
+            + ", ".join(report.same_model_agents)
+            + " run on the simulator's own model, which inflates their results."
+        )
+    if report.errors:
+        notes.append(f"{report.errors} conversation(s) ended in error and are excluded.")
+    if report.unfinished:
+        notes.append(f"{report.unfinished} conversation(s) are unfinished (resume the run).")
+    return notes
+
+
+def render(report: ArenaReport, console: Console) -> None:
+    """Print every table of the report."""
+    console.print(
+        f"[bold]{report.run_name}[/bold] · config {report.config_hash[:12]} · "
+        f"{report.finished} finished · {report.errors} error · {report.unfinished} unfinished · "
+        f"{report.calls:,} calls · {report.tokens:,} tokens · ${report.cost_usd:.4f} · "
+        f"empty B/D/I = {report.empty}"
+    )
+    for note in warnings(report):
+        console.print(f"[yellow]Note:[/yellow] {note}")
+    for table in _table6(report):
+        console.print(table)
+    console.print(_task_table(report))
+    console.print(_discriminability(report))
+    console.print(_differences(report))
+    if report.typology is not None:
+        console.print(
+            "Typology: " + ", ".join(f"{arm} {kind}" for arm, kind in report.typology.items())
+        )
+    else:
+        console.print("Typology: needs at least 3 agent x condition arms.")
+    if report.correlations is not None:
+        console.print(_correlations(report))
+
+
+def _table(title: str) -> Table:
+    """A compact table: light borders, numbers fold instead of being cut with an ellipsis."""
+    return Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True)
+
+
+def _arm_table(title: str) -> Table:
+    table = _table(title)
+    table.add_column("Agent/Cond", overflow="fold", min_width=10)
+    return table
+
+
+def _ranked(report: ArenaReport) -> list[ArmRow]:
+    return sorted(report.arms, key=lambda r: -_mean(r.cells.get("cts")))
+
+
+def _table6(report: ArenaReport) -> list[Table]:
+    """Table 6 in two parts that fit a terminal: trajectory metrics; dimensions and outcome."""
+    first = _arm_table("Agents, trajectory (paper Table 6; 95% CI over scenarios, paired)")
+    for header in ("n", "N̄"):
+        first.add_column(header, justify="right", overflow="fold")
+    trajectory = TABLE6_COLUMNS[:5]
+    for header, _, _ in trajectory:
+        first.add_column(header, justify="right", overflow="fold")
+    tasks = sorted({t for row in report.arms for t in row.go_by_task})
+    second = _arm_table("Agents, dimensions and outcome (Table 6, continued)")
+    for header, _, _ in TABLE6_COLUMNS[5:]:
+        second.add_column(header, justify="right", overflow="fold")
+    second.add_column("GO%", justify="right", overflow="fold")
+    for task in tasks:
+        second.add_column(f"GO-{task}", justify="right", overflow="fold")
+    for row in _ranked(report):
+        length = "–" if row.mean_length is None else f"{row.mean_length:.1f}"
+        n = f"{row.n}" + (f"\n+{row.errors} err" if row.errors else "")
+        first.add_row(
+            row.arm,
+            n,
+            length,
+            *(cell(row.cells.get(name), signed=name in _SIGNED) for _, name, _ in trajectory),
+        )
+        dims = [
+            cell(row.cells.get(name), signed=name in _SIGNED, digits=0 if scale > 1 else 3)
+            for _, name, scale in TABLE6_COLUMNS[5:]
+        ]
+        gos = [cell(row.go_by_task.get(t), signed=False, digits=0) for t in tasks]
+        second.add_row(row.arm, *dims, cell(row.go, signed=False, digits=0), *gos)
+    return [first, second]
+
+
+def _mean(estimate: MeanEstimate | None) -> float:
+    return float("-inf") if estimate is None else estimate.mean
+
+
+def _task_table(report: ArenaReport) -> Table:
+    table = _table("Per task (paper Table 20; 95% CI over scenarios, paired)")
+    table.add_column("Task")
+    table.add_column("Agent/Cond", overflow="fold", min_width=10)
+    table.add_column("n", justify="right", overflow="fold")
+    for header, _, _ in TASK_COLUMNS:
+        table.add_column(header, justify="right", overflow="fold")
+    for row in report.per_task:
+        table.add_row(
+            row.task,
+            row.arm,
+            str(row.n),
+            *(cell(row.cells.get(name)) for _, name, _ in TASK_COLUMNS),
+        )
+    return table
+
+
+def _discriminability(report: ArenaReport) -> Table:
+    table = _table("Per-task discriminability (mean over E/B/D/I of the across-arm SD of Δ)")
+    for header in ("Task", "value", "E", "B", "D", "I", "arms"):
+        table.add_column(header, justify="right" if header != "Task" else "left")
+    for task, d in report.discriminability.items():
+        dims = [
+            _number(d.per_dimension.get(k), False)
+            for k in ("emotion", "belief", "desire", "intention")
+        ]
+        table.add_row(task, _number(d.value, False), *dims, str(d.n_agents))
+    return table
+
+
+def _differences(report: ArenaReport) -> Table:
+    table = _table("Paired CTS differences (a − b over shared scenarios; 95% CI)")
+    for header in ("a", "b", "a − b", "scenarios", "separated"):
+        table.add_column(header, overflow="fold")
+    for d in report.differences:
+        est = d.difference
+        separated = (
+            "yes"
+            if est.ci_low is not None
+            and est.ci_high is not None
+            and (est.ci_low > 0 or est.ci_high < 0)
+            else "no"
+        )
+        table.add_row(
+            d.agent_a, d.agent_b, cell(est).replace("\n", " "), str(d.n_shared), separated
+        )
+    return table
+
+
+def _correlations(report: ArenaReport) -> Table:
+    assert report.correlations is not None
+    names = report.correlations.names
+    table = Table(
+        title=f"Correlations of trajectory metrics (Pearson, n = {report.correlations.n})"
+    )
+    table.add_column("")
+    for name in names:
+        table.add_column(name, justify="right", overflow="fold")
+    for i, name in enumerate(names):
+        table.add_row(name, *(_number(v, True, 2) for v in report.correlations.r[i]))
+    return table
+
+
+# ------------------------------------------------------------------------------ JSON and CSV
+
+
+def _estimate(estimate: MeanEstimate | None) -> dict[str, Any] | None:
+    return None if estimate is None else estimate._asdict()
+
+
+def _cells(cells: Cells) -> dict[str, Any]:
+    return {k: _estimate(v) for k, v in cells.items()}
+
+
+def to_json(report: ArenaReport) -> dict[str, Any]:
+    """The report as one JSON-ready object."""
+    return {
+        "run": report.run_name,
+        "config_hash": report.config_hash,
+        "empty": report.empty,
+        "counts": {
+            "finished": report.finished,
+            "errors": report.errors,
+            "unfinished": report.unfinished,
+        },
+        "warnings": warnings(report),
+        "same_model_agents": report.same_model_agents,
+        "agents": [
+            {
+                "arm": r.arm,
+                "n": r.n,
+                "errors": r.errors,
+                "mean_length": r.mean_length,
+                "metrics": _cells(r.cells),
+                "go_pct": _estimate(r.go),
+                "go_pct_by_task": _cells(r.go_by_task),
+                "go_unjudged": r.go_unjudged,
+            }
+            for r in report.arms
+        ],
+        "per_task": [
+            {"task": r.task, "arm": r.arm, "n": r.n, "metrics": _cells(r.cells)}
+            for r in report.per_task
+        ],
+        "discriminability": {t: d._asdict() for t, d in report.discriminability.items()},
+        "typology": report.typology,
+        "cts_differences": [
+            {
+                "a": d.agent_a,
+                "b": d.agent_b,
+                "difference": _estimate(d.difference),
+                "shared_scenarios": d.n_shared,
+            }
+            for d in report.differences
+        ],
+        "correlations": None if report.correlations is None else report.correlations._asdict(),
+        "usage": {"calls": report.calls, "tokens": report.tokens, "cost_usd": report.cost_usd},
+    }
+
+
+CSV_FIELDS = ("table", "task", "arm", "metric", "mean", "ci_low", "ci_high", "n")
+
+
+def to_csv(report: ArenaReport) -> str:
+    """Long-format CSV: one row per (table, task, arm, metric)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+
+    def put(table: str, task: str, arm: str, metric: str, est: MeanEstimate | None) -> None:
+        if est is not None:
+            writer.writerow(
+                {
+                    "table": table,
+                    "task": task,
+                    "arm": arm,
+                    "metric": metric,
+                    "mean": est.mean,
+                    "ci_low": est.ci_low,
+                    "ci_high": est.ci_high,
+                    "n": est.n,
+                }
+            )
+
+    for row in report.arms:
+        for metric, est in row.cells.items():
+            put("agents", "all", row.arm, metric, est)
+        put("agents", "all", row.arm, "go_pct", row.go)
+        for task, est in row.go_by_task.items():
+            put("agents", task, row.arm, "go_pct", est)
+    for trow in report.per_task:
+        for metric, est in trow.cells.items():
+            put("per_task", trow.task, trow.arm, metric, est)
+    return out.getvalue()

@@ -1,0 +1,279 @@
+"""The arena's tables: Table 6 per agent x condition, the per-task table (Table 20), per-task
+discriminability, the agent typology, paired CTS differences and the metric correlations.
+
+Confidence intervals are percentile bootstraps over scenarios, paired across arms (every replicate
+draws the same scenarios for every agent x condition), from ``cogwm.metrics.aggregate``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from cogwm.metrics.aggregate import (
+    CorrelationMatrix,
+    CTSComponents,
+    DifferenceEstimate,
+    Discriminability,
+    MeanEstimate,
+    agent_typology,
+    correlation_matrix,
+    discriminability,
+    paired_bootstrap,
+    paired_difference,
+    scenario_table,
+)
+from cogwm.report.data import ConversationData, RunData
+
+#: Table 6 columns: (header, metric name, scale).
+TABLE6_COLUMNS: tuple[tuple[str, str, float], ...] = (
+    ("CTS", "cts", 1.0),
+    ("AUC", "auc", 1.0),
+    ("Δ", "delta", 1.0),
+    ("PSR", "psr", 1.0),
+    ("Mono", "mono", 1.0),
+    ("E-Δ", "e_delta", 1.0),
+    ("B-Δ", "b_delta", 1.0),
+    ("D-Δ", "d_delta", 1.0),
+    ("I-Δ", "i_delta", 1.0),
+    ("nz%", "nz", 100.0),
+)
+#: Per-task columns (paper Table 20): composite Δ and the four dimension deltas.
+TASK_COLUMNS: tuple[tuple[str, str, float], ...] = (
+    ("C-Δ", "delta", 1.0),
+    ("E-Δ", "e_delta", 1.0),
+    ("B-Δ", "b_delta", 1.0),
+    ("D-Δ", "d_delta", 1.0),
+    ("I-Δ", "i_delta", 1.0),
+)
+#: Metrics in the correlation matrix.
+CORRELATED = (
+    "cts",
+    "auc",
+    "delta",
+    "psr",
+    "mono",
+    "e_delta",
+    "b_delta",
+    "d_delta",
+    "i_delta",
+    "nz",
+)
+
+Cells = dict[str, MeanEstimate | None]
+
+
+class ArmRow(NamedTuple):
+    """One agent x condition row of Table 6."""
+
+    arm: str
+    n: int
+    mean_length: float | None
+    cells: Cells
+    go: MeanEstimate | None
+    go_by_task: Cells
+    go_unjudged: int
+    errors: int
+
+
+class TaskRow(NamedTuple):
+    """One agent x condition x task row of the per-task table."""
+
+    arm: str
+    task: str
+    n: int
+    cells: Cells
+
+
+class ArenaReport(NamedTuple):
+    """Everything ``cogwm arena report`` shows."""
+
+    run_name: str
+    config_hash: str
+    empty: str
+    tasks: list[str]
+    finished: int
+    errors: int
+    unfinished: int
+    same_model_agents: list[str]
+    arms: list[ArmRow]
+    per_task: list[TaskRow]
+    discriminability: dict[str, Discriminability]
+    typology: dict[str, str] | None
+    differences: list[DifferenceEstimate]
+    correlations: CorrelationMatrix | None
+    calls: int
+    tokens: int
+    cost_usd: float
+
+
+def _arms(conversations: list[ConversationData]) -> list[str]:
+    return sorted({c.arm for c in conversations})
+
+
+def _bootstrap(
+    conversations: list[ConversationData],
+    value: Callable[[ConversationData], float | None],
+    *,
+    n_resamples: int,
+    seed: int,
+) -> Cells:
+    """Per-arm means of ``value`` with CIs paired over scenarios (None where undefined)."""
+    rows = [(c.arm, c.scenario_key, v) for c in conversations if (v := value(c)) is not None]
+    if not rows:
+        return {}
+    comparison = paired_bootstrap(scenario_table(rows), n_resamples=n_resamples, seed=seed)
+    return dict(comparison.estimates)
+
+
+def _metric(name: str, scale: float) -> Callable[[ConversationData], float | None]:
+    def value(c: ConversationData) -> float | None:
+        v = c.metrics.get(name)
+        return None if v is None else v * scale
+
+    return value
+
+
+def _go(c: ConversationData) -> float | None:
+    return None if c.go is None else 100.0 * float(c.go)
+
+
+def _columns(
+    conversations: list[ConversationData],
+    columns: Iterable[tuple[str, str, float]],
+    *,
+    n_resamples: int,
+    seed: int,
+) -> dict[str, Cells]:
+    """Column name -> per-arm estimates."""
+    return {
+        name: _bootstrap(conversations, _metric(name, scale), n_resamples=n_resamples, seed=seed)
+        for _, name, scale in columns
+    }
+
+
+def arm_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[ArmRow]:
+    """Table 6: one row per agent x condition over all tasks."""
+    convs = data.conversations
+    columns = _columns(convs, TABLE6_COLUMNS, n_resamples=n_resamples, seed=seed)
+    go = _bootstrap(convs, _go, n_resamples=n_resamples, seed=seed)
+    tasks = sorted({c.task for c in convs})
+    go_by_task = {
+        t: _bootstrap([c for c in convs if c.task == t], _go, n_resamples=n_resamples, seed=seed)
+        for t in tasks
+    }
+    rows = []
+    for arm in _arms(convs):
+        mine = [c for c in convs if c.arm == arm]
+        lengths = [c.metrics["n"] for c in mine if c.metrics.get("n") is not None]
+        rows.append(
+            ArmRow(
+                arm=arm,
+                n=len(mine),
+                mean_length=sum(v for v in lengths if v is not None) / len(lengths)
+                if lengths
+                else None,
+                cells={name: columns[name].get(arm) for _, name, _ in TABLE6_COLUMNS},
+                go=go.get(arm),
+                go_by_task={t: go_by_task[t].get(arm) for t in tasks},
+                go_unjudged=sum(1 for c in mine if c.go is None),
+                errors=data.errors.get(arm, 0),
+            )
+        )
+    return rows
+
+
+def task_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[TaskRow]:
+    """The per-task table: composite and dimension deltas per agent x condition x task."""
+    rows: list[TaskRow] = []
+    for task in sorted({c.task for c in data.conversations}):
+        convs = [c for c in data.conversations if c.task == task]
+        columns = _columns(convs, TASK_COLUMNS, n_resamples=n_resamples, seed=seed)
+        for arm in _arms(convs):
+            rows.append(
+                TaskRow(
+                    arm=arm,
+                    task=task,
+                    n=sum(1 for c in convs if c.arm == arm),
+                    cells={name: columns[name].get(arm) for _, name, _ in TASK_COLUMNS},
+                )
+            )
+    return rows
+
+
+def task_discriminability(data: RunData) -> dict[str, Discriminability]:
+    """Per task: mean over E/B/D/I of the across-arm standard deviation of mean Δ."""
+    found: dict[str, Discriminability] = {}
+    for task in sorted({c.task for c in data.conversations}):
+        deltas: dict[str, list[tuple[float | None, ...]]] = {}
+        for c in data.conversations:
+            if c.task == task:
+                row = tuple(c.metrics.get(k) for k in ("e_delta", "b_delta", "d_delta", "i_delta"))
+                deltas.setdefault(c.arm, []).append(row)
+        found[task] = discriminability(deltas)
+    return found
+
+
+def typology(rows: list[ArmRow]) -> dict[str, str] | None:
+    """Agent typology from the arms' mean AUC, Δ and PSR; None with fewer than 3 arms."""
+    components: dict[str, CTSComponents] = {}
+    for row in rows:
+        auc, delta, psr = (row.cells.get(k) for k in ("auc", "delta", "psr"))
+        if auc is not None and delta is not None and psr is not None:
+            components[row.arm] = CTSComponents(auc.mean, delta.mean, psr.mean)
+    if len(components) < 3:
+        return None
+    return {arm: kind.value for arm, kind in agent_typology(components).items()}
+
+
+def cts_differences(
+    data: RunData, *, n_resamples: int = 2000, seed: int = 0
+) -> list[DifferenceEstimate]:
+    """Paired CTS differences between every two arms, over the scenarios both have."""
+    rows = [
+        (c.arm, c.scenario_key, v)
+        for c in data.conversations
+        if (v := c.metrics.get("cts")) is not None
+    ]
+    if not rows:
+        return []
+    table = scenario_table(rows)
+    return [
+        paired_difference(table, a, b, n_resamples=n_resamples, seed=seed)
+        for a, b in itertools.combinations(table.agents, 2)
+    ]
+
+
+def correlations(data: RunData) -> CorrelationMatrix | None:
+    """Pearson correlations of the trajectory metrics over all finished conversations."""
+    if len(data.conversations) < 3:
+        return None
+    columns = {name: [c.metrics.get(name) for c in data.conversations] for name in CORRELATED}
+    return correlation_matrix(columns)
+
+
+def build_report(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> ArenaReport:
+    """All tables of a run."""
+    arms = arm_rows(data, n_resamples=n_resamples, seed=seed)
+    config: dict[str, Any] = json.loads(data.run.config_json)
+    return ArenaReport(
+        run_name=data.run.name,
+        config_hash=data.run.config_hash,
+        empty=data.empty.value,
+        tasks=list(config.get("tasks", [])),
+        finished=len(data.conversations),
+        errors=sum(data.errors.values()),
+        unfinished=sum(data.unfinished.values()),
+        same_model_agents=data.same_model_agents,
+        arms=arms,
+        per_task=task_rows(data, n_resamples=n_resamples, seed=seed),
+        discriminability=task_discriminability(data),
+        typology=typology(arms),
+        differences=cts_differences(data, n_resamples=n_resamples, seed=seed),
+        correlations=correlations(data),
+        calls=data.calls.calls,
+        tokens=data.calls.prompt_tokens + data.calls.completion_tokens,
+        cost_usd=data.calls.cost_usd,
+    )

@@ -1,0 +1,470 @@
+"""Reading and writing the run store.
+
+Every turn is committed as it is written, so a killed process loses at most the turn being
+written; multi-row changes (resetting or finishing a conversation) run in one transaction. Model
+call records are held back and committed with the next turn (or finish) of the run, which halves
+the commits; a crash can lose only the records of calls whose turn was lost too. The database is
+in WAL mode with foreign keys on. A ``RunStore`` belongs to one thread (the event loop's).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from cogwm.errors import InputError
+from cogwm.models.types import CallRecord
+from cogwm.store.schema import SCHEMA, SCHEMA_VERSION
+
+
+class RunRow(NamedTuple):
+    """A run: its config and provenance."""
+
+    id: int
+    name: str
+    created_at: float
+    updated_at: float
+    config_json: str
+    config_hash: str
+    prompts_json: str
+    git_revision: str | None
+    packages_json: str
+    seed: int
+    shard: str | None
+
+
+class UnitRow(NamedTuple):
+    """What identifies a conversation and what it was run with."""
+
+    unit_key: str
+    task: str
+    agent: str
+    condition: str
+    scenario: str
+    scenario_source: str
+    agent_model: str
+    simulator_model: str
+    seed: int
+
+
+class ConversationRow(NamedTuple):
+    """A conversation as stored."""
+
+    id: int
+    run_id: int
+    unit_key: str
+    task: str
+    agent: str
+    condition: str
+    scenario: str
+    scenario_source: str
+    agent_model: str
+    simulator_model: str
+    profile_source: str | None
+    seed: int
+    status: str
+    termination: str | None
+    error: str | None
+    rounds: int | None
+    attempts: int
+    started_at: float
+    finished_at: float | None
+
+
+class TurnRow(NamedTuple):
+    """A turn as stored."""
+
+    conversation_id: int
+    idx: int
+    round: int
+    role: str
+    phase: str
+    text: str
+    state_json: str | None
+    reasoning: str | None
+    call_id: str | None
+
+
+class PrepRow(NamedTuple):
+    """A scenario preparation: profile and initial state, shared by all agents on the scenario."""
+
+    task: str
+    scenario: str
+    profile_json: str
+    profile_source: str
+    initial_state_json: str
+    call_id: str | None
+
+
+class CallTotals(NamedTuple):
+    """Totals over stored model calls."""
+
+    calls: int
+    failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+_CONVERSATION_COLUMNS = ", ".join(ConversationRow._fields)
+_TURN_COLUMNS = ", ".join(TurnRow._fields)
+
+
+class RunStore:
+    """The SQLite run store of one arena run."""
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        """Open (and, with ``create``, initialise) the store at ``path``.
+
+        Raises:
+            InputError: The file does not exist (``create=False``) or is not a cogwm run store.
+        """
+        if not create and not path.is_file():
+            raise InputError(f"run store {path} does not exist")
+        self.path = path
+        self._pending_calls: list[tuple[Any, ...]] = []
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("PRAGMA journal_mode=WAL")
+            # With WAL, NORMAL survives a killed process; an OS crash may lose the last commits.
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA busy_timeout=10000")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{path} is not a cogwm run store: {exc}") from None
+
+    def _migrate(self) -> None:
+        version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise InputError(
+                f"{self.path} has store schema {version}; this cogwm reads up to {SCHEMA_VERSION}"
+            )
+        if version < SCHEMA_VERSION:
+            with self.transaction():
+                for statement in _statements(SCHEMA):
+                    self.db.execute(statement)
+                self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        """Write held-back call records and close the connection."""
+        if self._pending_calls:
+            with self.transaction():
+                pass
+        self.db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic change of several rows (held-back call records are written with it).
+
+        Inside an open transaction this joins it.
+        """
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._write_pending_calls()
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+        self._pending_calls.clear()
+
+    def _write_pending_calls(self) -> None:
+        if self._pending_calls:
+            self.db.executemany(
+                "INSERT INTO model_calls (run_id, conversation_id, call_id, purpose, model,"
+                " endpoint, started_at, latency_s, prompt_tokens, completion_tokens, cost_usd,"
+                " cached, ok, error, attempts)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self._pending_calls,
+            )
+
+    # ---------------------------------------------------------------------------------- runs
+
+    def run(self) -> RunRow | None:
+        """The store's run (a store holds one), or None when empty."""
+        row = self.db.execute(
+            f"SELECT {', '.join(RunRow._fields)} FROM runs ORDER BY id"
+        ).fetchone()
+        return None if row is None else RunRow(*row)
+
+    def create_run(
+        self,
+        *,
+        name: str,
+        config: Mapping[str, Any],
+        config_hash: str,
+        prompts: Sequence[Mapping[str, Any]],
+        git_revision: str | None,
+        packages: Mapping[str, str],
+        seed: int,
+        shard: str | None,
+    ) -> int:
+        """Insert the run; an error if the store already holds one."""
+        if self.run() is not None:
+            raise InputError(f"{self.path} already holds a run")
+        now = time.time()
+        cursor = self.db.execute(
+            "INSERT INTO runs (name, created_at, updated_at, config_json, config_hash,"
+            " prompts_json, git_revision, packages_json, seed, shard)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                name,
+                now,
+                now,
+                _dumps(config),
+                config_hash,
+                _dumps(prompts),
+                git_revision,
+                _dumps(packages),
+                seed,
+                shard,
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def update_run(
+        self,
+        run_id: int,
+        *,
+        config: Mapping[str, Any],
+        config_hash: str,
+        prompts: Sequence[Mapping[str, Any]],
+        git_revision: str | None,
+        packages: Mapping[str, str],
+    ) -> None:
+        """Replace the run's config (a forced resume with a changed config)."""
+        self.db.execute(
+            "UPDATE runs SET config_json = ?, config_hash = ?, prompts_json = ?, git_revision = ?,"
+            " packages_json = ?, updated_at = ? WHERE id = ?",
+            (
+                _dumps(config),
+                config_hash,
+                _dumps(prompts),
+                git_revision,
+                _dumps(packages),
+                time.time(),
+                run_id,
+            ),
+        )
+
+    # ------------------------------------------------------------------------- scenario preps
+
+    def preps(self, run_id: int) -> dict[tuple[str, str], PrepRow]:
+        """Stored scenario preparations by (task, scenario)."""
+        rows = self.db.execute(
+            f"SELECT {', '.join(PrepRow._fields)} FROM scenario_preps WHERE run_id = ?", (run_id,)
+        )
+        return {(r[0], r[1]): PrepRow(*r) for r in rows}
+
+    def add_prep(self, run_id: int, prep: PrepRow) -> None:
+        """Store a scenario preparation (kept if one exists already)."""
+        with self.transaction():
+            self.db.execute(
+                "INSERT OR IGNORE INTO scenario_preps (run_id, task, scenario, profile_json,"
+                " profile_source, initial_state_json, call_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, *prep),
+            )
+
+    # -------------------------------------------------------------------------- conversations
+
+    def conversations(self, run_id: int | None = None) -> list[ConversationRow]:
+        """Conversations (of one run, or all), in id order."""
+        where, args = ("WHERE run_id = ?", (run_id,)) if run_id is not None else ("", ())
+        rows = self.db.execute(
+            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations {where} ORDER BY id", args
+        )
+        return [ConversationRow(*r) for r in rows]
+
+    def start_conversation(self, run_id: int, unit: UnitRow) -> int:
+        """Mark a conversation running, from its beginning.
+
+        A conversation already stored (unfinished or failed) loses its turns, calls and metrics
+        and starts again under the same id, so each unit is stored exactly once.
+        """
+        now = time.time()
+        with self.transaction():
+            row = self.db.execute(
+                "SELECT id FROM conversations WHERE run_id = ? AND unit_key = ?",
+                (run_id, unit.unit_key),
+            ).fetchone()
+            if row is None:
+                cursor = self.db.execute(
+                    "INSERT INTO conversations (run_id, unit_key, task, agent, condition, scenario,"
+                    " scenario_source, agent_model, simulator_model, seed, status, started_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                    (run_id, *unit, now),
+                )
+                return int(cursor.lastrowid or 0)
+            conversation_id = int(row[0])
+            for table in ("turns", "model_calls", "metrics"):
+                self.db.execute(
+                    f"DELETE FROM {table} WHERE conversation_id = ?", (conversation_id,)
+                )
+            self.db.execute(
+                "UPDATE conversations SET status = 'running', termination = NULL, error = NULL,"
+                " rounds = NULL, finished_at = NULL, profile_source = NULL, started_at = ?,"
+                " attempts = attempts + 1, agent_model = ?, simulator_model = ?, seed = ?"
+                " WHERE id = ?",
+                (now, unit.agent_model, unit.simulator_model, unit.seed, conversation_id),
+            )
+            return conversation_id
+
+    def set_profile_source(self, conversation_id: int, source: str) -> None:
+        """Record where the conversation's user profile came from."""
+        self.db.execute(
+            "UPDATE conversations SET profile_source = ? WHERE id = ?", (source, conversation_id)
+        )
+
+    def finish_conversation(
+        self,
+        conversation_id: int,
+        *,
+        status: str,
+        termination: str,
+        rounds: int,
+        error: str | None = None,
+        metrics: Mapping[str, float | None] | None = None,
+        details: Mapping[str, str] | None = None,
+    ) -> None:
+        """Close a conversation with its termination and metrics, atomically."""
+        details = details or {}
+        with self.transaction():
+            self.db.execute("DELETE FROM metrics WHERE conversation_id = ?", (conversation_id,))
+            self.db.executemany(
+                "INSERT INTO metrics (conversation_id, name, value, detail) VALUES (?, ?, ?, ?)",
+                [(conversation_id, k, v, details.get(k)) for k, v in (metrics or {}).items()],
+            )
+            self.db.execute(
+                "UPDATE conversations SET status = ?, termination = ?, rounds = ?, error = ?,"
+                " finished_at = ? WHERE id = ?",
+                (status, termination, rounds, error, time.time(), conversation_id),
+            )
+
+    # ---------------------------------------------------------------------------------- turns
+
+    def add_turn(
+        self,
+        conversation_id: int,
+        *,
+        idx: int,
+        round: int,
+        role: str,
+        phase: str,
+        text: str,
+        state_json: str | None = None,
+        reasoning: str | None = None,
+        call_id: str | None = None,
+    ) -> None:
+        """Store one turn (committed at once, with the call records held back so far)."""
+        row = (conversation_id, idx, round, role, phase, text, state_json, reasoning, call_id)
+        insert = f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        if not self._pending_calls:
+            self.db.execute(insert, row)
+            return
+        with self.transaction():
+            self.db.execute(insert, row)
+
+    def turns(self, conversation_id: int) -> list[TurnRow]:
+        """The turns of one conversation, in order."""
+        rows = self.db.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE conversation_id = ? ORDER BY idx",
+            (conversation_id,),
+        )
+        return [TurnRow(*r) for r in rows]
+
+    def all_turns(self, run_id: int | None = None) -> dict[int, list[TurnRow]]:
+        """Turns of every conversation (of one run, or all), by conversation id."""
+        query = f"SELECT {', '.join('t.' + c for c in TurnRow._fields)} FROM turns t"
+        args: tuple[Any, ...] = ()
+        if run_id is not None:
+            query += " JOIN conversations c ON c.id = t.conversation_id WHERE c.run_id = ?"
+            args = (run_id,)
+        grouped: dict[int, list[TurnRow]] = {}
+        for row in self.db.execute(query + " ORDER BY t.conversation_id, t.idx", args):
+            grouped.setdefault(int(row[0]), []).append(TurnRow(*row))
+        return grouped
+
+    # ---------------------------------------------------------------------------- model calls
+
+    def add_call(self, run_id: int, conversation_id: int | None, record: CallRecord) -> None:
+        """Hold one model call record; it is committed with the next turn or finish.
+
+        The record never holds a key (the model interface scrubs them).
+        """
+        self._pending_calls.append(
+            (
+                run_id,
+                conversation_id,
+                record.call_id,
+                record.tag,
+                record.model,
+                record.endpoint,
+                record.started_at,
+                record.latency_s,
+                record.prompt_tokens,
+                record.completion_tokens,
+                record.cost_usd,
+                int(record.cached),
+                int(record.ok),
+                record.error,
+                record.attempts,
+            )
+        )
+
+    def call_totals(self, run_id: int | None = None) -> CallTotals:
+        """Calls, failures, tokens and cost over the stored calls (held-back ones written first)."""
+        if self._pending_calls:
+            with self.transaction():
+                pass
+        where, args = ("WHERE run_id = ?", (run_id,)) if run_id is not None else ("", ())
+        row = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(1 - ok), 0), COALESCE(SUM(prompt_tokens), 0),"
+            " COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_usd), 0)"
+            f" FROM model_calls {where}",
+            args,
+        ).fetchone()
+        return CallTotals(int(row[0]), int(row[1]), int(row[2]), int(row[3]), float(row[4]))
+
+    # -------------------------------------------------------------------------------- metrics
+
+    def metrics(self, run_id: int | None = None) -> dict[int, dict[str, float | None]]:
+        """Stored per-conversation metrics by conversation id."""
+        query = "SELECT m.conversation_id, m.name, m.value FROM metrics m"
+        args: tuple[Any, ...] = ()
+        if run_id is not None:
+            query += " JOIN conversations c ON c.id = m.conversation_id WHERE c.run_id = ?"
+            args = (run_id,)
+        found: dict[int, dict[str, float | None]] = {}
+        for conversation_id, name, value in self.db.execute(query, args):
+            found.setdefault(int(conversation_id), {})[name] = value
+        return found
+
+    def metric_details(self, conversation_id: int) -> dict[str, str | None]:
+        """Free-text details stored beside a conversation's metrics (e.g. the judge's reason)."""
+        rows = self.db.execute(
+            "SELECT name, detail FROM metrics WHERE conversation_id = ?", (conversation_id,)
+        )
+        return {name: detail for name, detail in rows}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

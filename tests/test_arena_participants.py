@@ -1,0 +1,152 @@
+"""Participants: the simulator's constrained output model, the agent's view, small helpers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from cogwm import tasks
+from cogwm.arena.config import AgentConfig
+from cogwm.arena.participants import (
+    MAX_ITEMS,
+    UTTERANCE_CHARS,
+    AgentParticipant,
+    state_output_models,
+    strip_speaker_label,
+    to_state,
+)
+from cogwm.arena.prompts import AGENT_PERSONAS, describe_state
+from cogwm.arena.termination import Condition, Phase
+from cogwm.arena.transcript import ArenaTurn
+from cogwm.models import load
+from cogwm.schema import Role, StateItem
+from cogwm.schema.lexicon import DEFAULT_VALENCES
+
+LABELS = tuple(sorted(DEFAULT_VALENCES))
+
+
+def _turn_value(**overrides: Any) -> dict[str, Any]:
+    value: dict[str, Any] = {
+        "emotion": {"label": "hope", "intensity": 2},
+        "beliefs": [{"text": "I can find work", "score": 2}],
+        "desires": [],
+        "intentions": [{"text": "apply this week", "score": 1}],
+        "utterance": "Maybe you're right.",
+        "leave": False,
+    }
+    value.update(overrides)
+    return value
+
+
+def test_schema_constrains_labels_intensities_scores_and_lengths() -> None:
+    _, turn_model = state_output_models("ESC", (0.0, 2.0), LABELS)
+    schema = json.dumps(turn_model.model_json_schema())
+    for label in LABELS:
+        assert f'"{label}"' in schema
+    defs = turn_model.model_json_schema()["$defs"]
+    emotion = next(v for k, v in defs.items() if k.startswith("UserEmotion"))
+    assert emotion["properties"]["intensity"]["enum"] == [1, 2, 3]
+    item = next(v for k, v in defs.items() if k.startswith("UserItem"))
+    assert item["properties"]["score"]["enum"] == [0, 1, 2]
+    assert turn_model.model_json_schema()["properties"]["beliefs"]["maxItems"] == MAX_ITEMS
+    # Text fields exclude control characters, quotes and backslashes in the schema itself, so a
+    # grammar built from it cannot emit a raw newline (invalid JSON).
+    pattern = turn_model.model_json_schema()["properties"]["utterance"]["pattern"]
+    assert pattern == '^[^\\x00-\\x1f"\\\\]{1,%d}$' % UTTERANCE_CHARS
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"emotion": {"label": "joy", "intensity": 2}},
+        {"emotion": {"label": "hope", "intensity": 4}},
+        {"beliefs": [{"text": "x", "score": 3}]},
+        {"beliefs": [{"text": f"b{i}", "score": 1} for i in range(MAX_ITEMS + 1)]},
+        {"mood": "fine"},
+        {"utterance": "two\nlines"},
+        {"utterance": 'a "quote"'},
+        {"utterance": "x" * (UTTERANCE_CHARS + 1)},
+        {"utterance": ""},
+        {"beliefs": [{"text": "tab\there", "score": 1}]},
+    ],
+)
+def test_invalid_states_are_rejected(bad: dict[str, Any]) -> None:
+    _, turn_model = state_output_models("ESC", (0.0, 2.0), LABELS)
+    with pytest.raises(ValidationError):
+        turn_model.model_validate(_turn_value(**bad))
+
+
+def test_non_integer_score_ranges_use_bounded_floats() -> None:
+    state_model, _ = state_output_models("X", (-1.5, 1.5), LABELS)
+    item = next(
+        v for k, v in state_model.model_json_schema()["$defs"].items() if k.startswith("UserItem")
+    )
+    assert item["properties"]["score"]["minimum"] == -1.5
+    assert item["properties"]["score"]["maximum"] == 1.5
+
+
+def test_to_state_converts_to_the_schema_record() -> None:
+    _, turn_model = state_output_models("ESC", (0.0, 2.0), LABELS)
+    state = to_state(turn_model.model_validate(_turn_value()))
+    assert state.emotion is not None and state.emotion.label == "hope"
+    assert state.emotion.intensity == 2
+    assert state.beliefs == [StateItem(text="I can find work", score=2.0)]
+    assert state.desires == []
+    assert describe_state(state) == (
+        "emotion hope 2 | beliefs: I can find work (2) | intentions: apply this week (1)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("You: I am fine.", "I am fine."),
+        ("seeker: ok", "ok"),
+        ("Note: I am fine.", "Note: I am fine."),
+        ("You:", "You:"),
+        ("  plain  ", "plain"),
+    ],
+)
+def test_strip_speaker_label(text: str, expected: str) -> None:
+    assert strip_speaker_label(text, ("you", "user", "seeker")) == expected
+
+
+def _turn(index: int, role: Role, text: str) -> ArenaTurn:
+    return ArenaTurn(index=index, round=index, role=role, phase=Phase.SIMULATED, text=text)
+
+
+def test_agent_sees_its_prompts_and_the_chat_from_its_side() -> None:
+    task = tasks.get("PD")
+    model = load("fake:schema")
+    config = AgentConfig(name="a", model="fake:schema")
+    agent = AgentParticipant(
+        model, config, task, AGENT_PERSONAS["solution_first"], Condition.NO_COT, history_turns=2
+    )
+    turns = [_turn(0, Role.AGENT, "hi"), _turn(1, Role.USER, "hello"), _turn(2, Role.AGENT, "so")]
+    messages = agent.messages(turns)
+    assert messages[0].role == "system"
+    assert "Save the Children" in messages[0].content
+    assert AGENT_PERSONAS["solution_first"].text in messages[0].content
+    assert "reasoning first" not in messages[0].content
+    assert [(m.role, m.content) for m in messages[1:]] == [("user", "hello"), ("assistant", "so")]
+    cot = AgentParticipant(
+        model, config, task, AGENT_PERSONAS["plain"], Condition.COT, history_turns=2
+    )
+    assert "reasoning first" in cot.system_prompt
+
+
+def test_judge_reads_the_cold_start_and_the_end() -> None:
+    from cogwm.arena.judging import judged_turns
+
+    cold = [
+        ArenaTurn(index=i, round=i, role=Role.USER, phase=Phase.COLD_START, text=f"c{i}")
+        for i in range(3)
+    ]
+    simulated = [_turn(i, Role.AGENT, f"s{i}") for i in range(3, 20)]
+    chosen = judged_turns([*cold, *simulated], 4)
+    assert [t.text for t in chosen] == ["c0", "c1", "c2", "s16", "s17", "s18", "s19"]
+    short = judged_turns([*cold, *simulated[:2]], 4)
+    assert [t.text for t in short] == ["c0", "c1", "c2", "s3", "s4"]

@@ -1,0 +1,209 @@
+"""The runner and its store: every unit once, resume, failures, forced config changes, shards,
+seeds independent of scheduling, and no API key in the store."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cogwm.arena.config import parse_config
+from cogwm.arena.provenance import git_revision
+from cogwm.arena.runner import RunSummary, run_arena
+from cogwm.arena.units import Shard
+from cogwm.errors import ConfigError
+from cogwm.models import unregister_fake
+from cogwm.report import build_report, load_run
+from cogwm.store import RunStore, merge_stores
+from helpers_arena import FAKE_NAME, Script, config, register
+
+# 2 tasks x 2 scenarios x (warm: no_cot + cot, cold: no_cot) = 12 units.
+UNITS = 12
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def script() -> Iterator[Script]:
+    yield register(Script())
+    unregister_fake(FAKE_NAME)
+
+
+def _run(db: Path, raw: dict[str, Any] | None = None, **kwargs: Any) -> RunSummary:
+    with RunStore(db) as store:
+        return asyncio.run(
+            run_arena(parse_config(raw or config()), store, show_progress=False, **kwargs)
+        )
+
+
+def _snapshot(db: Path) -> dict[str, Any]:
+    """Per unit: status, termination, turns (text and state) and metrics."""
+    with RunStore(db) as store:
+        run = store.run()
+        assert run is not None
+        metrics = store.metrics(run.id)
+        return {
+            c.unit_key: (
+                c.status,
+                c.termination,
+                [(t.idx, t.role, t.text, t.state_json) for t in store.turns(c.id)],
+                metrics.get(c.id),
+            )
+            for c in store.conversations(run.id)
+        }
+
+
+def test_a_run_stores_every_unit_once(tmp_path: Path, script: Script) -> None:
+    db = tmp_path / "runs.sqlite"
+    summary = _run(db)
+    assert (summary.planned, summary.finished, summary.failed, summary.skipped) == (
+        UNITS,
+        UNITS,
+        0,
+        0,
+    )
+    snap = _snapshot(db)
+    assert len(snap) == UNITS
+    for status, termination, turns, metrics in snap.values():
+        assert status == "finished" and termination == "max_rounds"
+        assert [t[0] for t in turns] == list(range(len(turns)))
+        assert metrics is not None and metrics["n"] == 5.0  # initial state + 4 simulated turns
+        assert set(metrics) >= {"cts", "auc", "delta", "psr", "mono", "nz", "go"}
+    # The opening is read once per scenario and shared by every agent on it.
+    assert script.calls["opening"] == 4
+    with RunStore(db) as store:
+        run = store.run()
+        assert run is not None and run.git_revision == git_revision()
+        assert '"cogwm"' in run.packages_json and run.prompts_json.count('"id"') >= 8
+        preps = store.preps(run.id)
+        assert len(preps) == 4
+        assert all(p.profile_source == "scenario" for p in preps.values())
+
+
+def test_rerunning_needs_resume_and_resume_skips_finished(tmp_path: Path, script: Script) -> None:
+    db = tmp_path / "runs.sqlite"
+    _run(db)
+    with pytest.raises(ConfigError, match="--resume"):
+        _run(db)
+    calls_before = sum(script.calls.values())
+    summary = _run(db, resume=True)
+    assert (summary.skipped, summary.finished) == (UNITS, 0)
+    assert sum(script.calls.values()) == calls_before
+
+
+def test_failed_conversations_are_counted_excluded_and_rerun(
+    tmp_path: Path, script: Script
+) -> None:
+    db = tmp_path / "runs.sqlite"
+    script.fail_when = "Eight years there"  # the cold start of builtin:esc-01
+    summary = _run(db)
+    failed = {k for k, v in _snapshot(db).items() if v[0] == "failed"}
+    assert summary.failed == len(failed) == 3  # the three arms on esc-01
+    assert all(_snapshot(db)[k][1] == "error" for k in failed)
+    with RunStore(db) as store:
+        data = load_run(store)
+    report = build_report(data, n_resamples=50)
+    assert report.errors == 3 and report.finished == UNITS - 3
+    assert sum(row.errors for row in report.arms) == 3
+    script.fail_when = None
+    summary = _run(db, resume=True)
+    assert (summary.finished, summary.skipped) == (3, UNITS - 3)
+    snap = _snapshot(db)
+    assert len(snap) == UNITS and all(v[0] == "finished" for v in snap.values())
+
+
+def test_changed_config_is_refused_unless_forced(tmp_path: Path, script: Script) -> None:
+    db = tmp_path / "runs.sqlite"
+    _run(db)
+    _run(db, config(concurrency=1), resume=True)  # concurrency is not part of the hash
+    changed = config(seed=12)
+    with pytest.raises(ConfigError, match="config changed"):
+        _run(db, changed, resume=True)
+    summary = _run(db, changed, resume=True, force=True)
+    assert summary.planned == UNITS
+    with RunStore(db) as store:
+        run = store.run()
+        assert run is not None and '"seed": 12' in run.config_json
+
+
+def test_results_do_not_depend_on_concurrency(tmp_path: Path, script: Script) -> None:
+    _run(tmp_path / "a.sqlite", config(concurrency=1))
+    _run(tmp_path / "b.sqlite", config(concurrency=12))
+    assert _snapshot(tmp_path / "a.sqlite") == _snapshot(tmp_path / "b.sqlite")
+
+
+def test_shards_merge_into_the_full_run(tmp_path: Path, script: Script) -> None:
+    _run(tmp_path / "full.sqlite")
+    shards = [tmp_path / f"s{i}.sqlite" for i in (1, 2, 3)]
+    for i, path in enumerate(shards, start=1):
+        summary = _run(path, shard=Shard(i, 3))
+        assert summary.planned == UNITS // 3
+    with pytest.raises(ConfigError, match="--shard"):
+        _run(shards[0], shard=Shard(2, 3), resume=True)
+    merged = tmp_path / "merged.sqlite"
+    result = merge_stores(merged, shards)
+    assert (result.conversations, result.duplicates, result.unfinished) == (UNITS, 0, 0)
+    assert _snapshot(merged) == _snapshot(tmp_path / "full.sqlite")
+    with RunStore(merged) as store:
+        run = store.run()
+        assert run is not None and run.shard is None
+        assert len(store.preps(run.id)) == 4
+
+
+def test_merge_refuses_different_configs(tmp_path: Path, script: Script) -> None:
+    _run(tmp_path / "a.sqlite", shard=Shard(1, 2))
+    _run(tmp_path / "b.sqlite", config(seed=99), shard=Shard(2, 2))
+    with pytest.raises(ConfigError, match="different configs"):
+        merge_stores(tmp_path / "m.sqlite", [tmp_path / "a.sqlite", tmp_path / "b.sqlite"])
+    assert not (tmp_path / "m.sqlite").exists()
+
+
+def test_shard_parsing() -> None:
+    assert Shard.parse("2/4") == Shard(2, 4)
+    for bad in ("0/4", "5/4", "2", "a/b"):
+        with pytest.raises(ConfigError, match="--shard"):
+            Shard.parse(bad)
+
+
+def test_api_keys_never_reach_the_store(
+    tmp_path: Path, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("COGWM_API_KEY", secret)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    db = tmp_path / "runs.sqlite"
+    _run(db)
+    with sqlite3.connect(db) as raw:
+        raw.execute("PRAGMA wal_checkpoint(FULL)")
+    for path in tmp_path.glob("runs.sqlite*"):
+        assert secret.encode() not in path.read_bytes()
+
+
+def test_profile_annotator_is_used_when_asked(tmp_path: Path, script: Script) -> None:
+    from cogwm.arena.scenarios import Scenario, builtin_scenarios
+
+    # Built-in scenarios carry profiles; without one the runner annotates or uses the default.
+    bare = [s.model_copy(update={"profile": None}) for s in builtin_scenarios("ESC")[:2]]
+    import cogwm.arena.runner as runner_module
+
+    def no_profile(task: Any, count: int, source: Any, **_: Any) -> list[Scenario]:
+        return bare[:count]
+
+    original = runner_module.select_scenarios
+    runner_module.select_scenarios = no_profile  # type: ignore[assignment]
+    try:
+        _run(tmp_path / "a.sqlite", config(tasks=["ESC"], annotate_profiles=True))
+        _run(tmp_path / "n.sqlite", config(tasks=["ESC"]))
+    finally:
+        runner_module.select_scenarios = original
+    for name, source in (("a.sqlite", "annotator"), ("n.sqlite", "default")):
+        with RunStore(tmp_path / name) as store:
+            assert {c.profile_source for c in store.conversations()} == {source}
+    assert script.calls["profile"] == 2

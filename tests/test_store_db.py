@@ -1,0 +1,141 @@
+"""The run store: schema, pragmas, exactly-once conversations, atomic finishing, merge errors."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from cogwm.errors import InputError
+from cogwm.models.types import CallRecord
+from cogwm.store import SCHEMA_VERSION, RunStore, UnitRow, merge_stores
+
+UNIT = UnitRow("ESC|s1|a|no_cot", "ESC", "a", "no_cot", "s1", "builtin", "fake:a", "fake:s", 7)
+
+
+def _store(path: Path) -> tuple[RunStore, int]:
+    store = RunStore(path)
+    run_id = store.create_run(
+        name="t",
+        config={"tasks": ["ESC"]},
+        config_hash="h",
+        prompts=[],
+        git_revision=None,
+        packages={"cogwm": "0"},
+        seed=1,
+        shard=None,
+    )
+    return store, run_id
+
+
+def _call(call_id: str) -> CallRecord:
+    return CallRecord(
+        call_id=call_id,
+        model="fake:a",
+        endpoint="fake://a/0",
+        tag="agent",
+        started_at=0.0,
+        latency_s=0.1,
+        prompt_tokens=10,
+        completion_tokens=5,
+        cost_usd=0.001,
+        cached=False,
+        ok=True,
+    )
+
+
+def test_schema_and_pragmas(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path / "r.sqlite")
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables >= {"runs", "scenario_preps", "conversations", "turns", "model_calls", "metrics"}
+    with pytest.raises(InputError, match="already holds a run"):
+        store.create_run(
+            name="t",
+            config={},
+            config_hash="h",
+            prompts=[],
+            git_revision=None,
+            packages={},
+            seed=1,
+            shard=None,
+        )
+    store.close()
+
+
+def test_restarting_a_conversation_deletes_its_partial_rows(tmp_path: Path) -> None:
+    store, run_id = _store(tmp_path / "r.sqlite")
+    cid = store.start_conversation(run_id, UNIT)
+    store.add_turn(cid, idx=0, round=1, role="agent", phase="cold_start", text="hi")
+    store.add_call(run_id, cid, _call("c1"))
+    store.add_call(run_id, None, _call("shared"))
+    store.finish_conversation(cid, status="failed", termination="error", rounds=1, error="boom")
+    again = store.start_conversation(run_id, UNIT)
+    assert again == cid
+    row = store.conversations(run_id)[0]
+    assert (row.status, row.termination, row.error, row.attempts) == ("running", None, None, 2)
+    assert store.turns(cid) == []
+    assert store.call_totals(run_id).calls == 1  # the run-level call stays
+    assert len(store.conversations(run_id)) == 1
+    store.close()
+
+
+def test_finishing_writes_metrics_and_status_together(tmp_path: Path) -> None:
+    store, run_id = _store(tmp_path / "r.sqlite")
+    cid = store.start_conversation(run_id, UNIT)
+    store.finish_conversation(
+        cid,
+        status="finished",
+        termination="max_rounds",
+        rounds=20,
+        metrics={"cts": 0.5, "go": None},
+        details={"go": "no verdict"},
+    )
+    assert store.metrics(run_id) == {cid: {"cts": 0.5, "go": None}}
+    assert store.metric_details(cid)["go"] == "no verdict"
+    with pytest.raises(sqlite3.IntegrityError):
+        store.finish_conversation(cid, status="finished", termination="bored", rounds=1)
+    # The failed transaction left the earlier state untouched.
+    assert store.conversations(run_id)[0].termination == "max_rounds"
+    assert store.metrics(run_id) == {cid: {"cts": 0.5, "go": None}}
+    store.close()
+
+
+def test_duplicate_turn_index_is_refused(tmp_path: Path) -> None:
+    store, run_id = _store(tmp_path / "r.sqlite")
+    cid = store.start_conversation(run_id, UNIT)
+    store.add_turn(cid, idx=0, round=1, role="agent", phase="cold_start", text="hi")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_turn(cid, idx=0, round=1, role="agent", phase="cold_start", text="hi")
+    store.close()
+
+
+def test_bad_files_are_input_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        RunStore(tmp_path / "missing.sqlite", create=False)
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(InputError, match="not a cogwm run store"):
+        RunStore(junk)
+    future = tmp_path / "future.sqlite"
+    with sqlite3.connect(future) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(InputError, match="store schema"):
+        RunStore(future)
+
+
+def test_merge_input_errors(tmp_path: Path) -> None:
+    store, _ = _store(tmp_path / "a.sqlite")
+    store.close()
+    (tmp_path / "out.sqlite").write_text("")
+    with pytest.raises(InputError, match="exists"):
+        merge_stores(tmp_path / "out.sqlite", [tmp_path / "a.sqlite"])
+    with pytest.raises(InputError, match="does not exist"):
+        merge_stores(tmp_path / "new.sqlite", [tmp_path / "nope.sqlite"])
+    RunStore(tmp_path / "empty.sqlite").close()
+    with pytest.raises(InputError, match="holds no run"):
+        merge_stores(tmp_path / "new.sqlite", [tmp_path / "empty.sqlite"])
+    assert not (tmp_path / "new.sqlite").exists()
