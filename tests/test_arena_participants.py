@@ -55,7 +55,7 @@ def test_schema_constrains_labels_intensities_scores_and_lengths() -> None:
     # Text fields exclude control characters, quotes and backslashes in the schema itself, so a
     # grammar built from it cannot emit a raw newline (invalid JSON).
     pattern = turn_model.model_json_schema()["properties"]["utterance"]["pattern"]
-    assert pattern == '^[^\\x00-\\x1f"\\\\]{1,' + str(UTTERANCE_CHARS) + '}$'
+    assert pattern == '^[^\\x00-\\x1f"\\\\]{1,' + str(UTTERANCE_CHARS) + "}$"
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,12 @@ over the whole vocabulary are read directly.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import importlib.util
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -228,6 +230,9 @@ class LlamaCppBackend(Backend):
         if "tokenizer.chat_template" in llm.metadata:
             # Use the model's own template even where llama.cpp would guess a built-in format.
             llm.chat_format = "chat_template.default"
+        # Free the model before interpreter teardown: llama-cpp-python's own __del__ runs too late
+        # then (its C bindings are gone) and prints a TypeError for every live instance.
+        atexit.register(_close_if_alive, weakref.ref(llm))
         return llm
 
     def _main(self) -> Llama:
@@ -375,3 +380,9 @@ def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
     """The backend for ``llamacpp:<target>`` (the model is loaded on first use)."""
     name, path = resolve_gguf(target)
     return LlamaCppBackend(name, path, LlamaCppOptions(**options))
+
+
+def _close_if_alive(ref: weakref.ref[Llama]) -> None:
+    llm = ref()
+    if llm is not None:
+        llm.close()
