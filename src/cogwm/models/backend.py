@@ -79,3 +79,17 @@ class CommonOptions(BaseModel):
 
 
 COMMON_OPTION_NAMES = frozenset(CommonOptions.model_fields)
+
+
+def local_sampling(sampling: Sampling, *, repeat_penalty: float, max_tokens_cap: int) -> Sampling:
+    """Sampling for an in-process model: a default repetition penalty and a max_tokens cap.
+
+    Tiny local models loop under greedy decoding ("I'm sorry, I'm sorry, ..."), so both
+    in-process backends apply the same two guards unless the caller sets them.
+    """
+    update: dict[str, float | int] = {}
+    if sampling.repeat_penalty is None:
+        update["repeat_penalty"] = repeat_penalty
+    if sampling.max_tokens > max_tokens_cap:
+        update["max_tokens"] = max_tokens_cap
+    return sampling.model_copy(update=update) if update else sampling

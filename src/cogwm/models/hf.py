@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogwm.errors import ConfigError
-from cogwm.models.backend import Backend
+from cogwm.models.backend import Backend, local_sampling
 from cogwm.models.types import (
     BackendError,
     BackendReply,
@@ -106,12 +106,11 @@ class HFBackend(Backend):
 
     def effective_sampling(self, sampling: Sampling) -> Sampling:
         """Default repetition penalty and the max_tokens cap applied."""
-        update: dict[str, Any] = {}
-        if sampling.repeat_penalty is None:
-            update["repeat_penalty"] = self.options.repeat_penalty
-        if sampling.max_tokens > self.options.max_tokens_cap:
-            update["max_tokens"] = self.options.max_tokens_cap
-        return sampling.model_copy(update=update) if update else sampling
+        return local_sampling(
+            sampling,
+            repeat_penalty=self.options.repeat_penalty,
+            max_tokens_cap=self.options.max_tokens_cap,
+        )
 
     async def complete(self, request: BackendRequest, endpoint: str) -> BackendReply:
         """Run the request in a worker thread (one at a time per loaded model)."""
