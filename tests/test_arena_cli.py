@@ -153,3 +153,18 @@ def test_quickstart_runs_the_same_code_path(
         conversations = store.conversations()
     assert len(conversations) == 6  # 3 agents x 2 tasks x 1 scenario
     assert all(c.attempts == 1 and c.status == "finished" for c in conversations)
+
+
+def test_quickstart_refuses_a_store_of_another_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text(CONFIG.replace("dialogues_per_task = 2", "dialogues_per_task = 1"))
+    db = tmp_path / "other.sqlite"
+    assert cogwm("arena", "run", str(config), "--db", str(db), "--no-progress") == 0
+    capsys.readouterr()
+    assert (
+        cogwm("quickstart", "--db", str(db), "--no-progress", "--model", f"fake:{FAKE_NAME}") == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "another --db" in err

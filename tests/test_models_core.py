@@ -480,3 +480,14 @@ def test_retry_goes_to_another_endpoint(scripted):
     endpoints = asyncio.run(run())
     assert endpoints == ["fake://half-down/1"] * 10
     assert model.stats.attempt_failures[FailureKind.SERVER.value] >= 1
+
+
+def test_raw_newline_inside_a_json_string_is_accepted_and_kept() -> None:
+    # llama.cpp's schema grammar lets a literal newline into a string; it means "\n".
+    from cogwm.models.structured import validate_reply
+    from cogwm.schema import StateItem
+
+    result = validate_reply('{"text": "line one\nline two", "score": 1.0}', StateItem)
+    assert result.error is None
+    assert isinstance(result.value, StateItem)
+    assert result.value.text == "line one\nline two"

@@ -114,3 +114,13 @@ def test_dialogue_round_trips_through_json() -> None:
         utterances=[Utterance(index=0, speaker="a", role=Role.USER, text="hi")],
     )
     assert Dialogue.model_validate_json(dialogue.model_dump_json()) == dialogue
+
+
+def test_structured_schema_follows_a_lexicon_extension(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogwm.models.structured import schema_for
+
+    monkeypatch.setattr(lexicon, "_extra", {})
+    before = schema_for(Emotion)["properties"]["label"]["enum"]
+    assert "calm" not in before
+    register_emotion("calm", 0.5)
+    assert "calm" in schema_for(Emotion)["properties"]["label"]["enum"]

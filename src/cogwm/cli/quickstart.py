@@ -20,7 +20,10 @@ def quickstart(
         "cogwm-quickstart-plots"
     ),
     preset: Annotated[
-        str, typer.Option(help="'quick' (short conversations, ~15 min) or 'full' (paper protocol).")
+        str,
+        typer.Option(
+            help="'quick' (short conversations, ~5 min on 2 cores) or 'full' (paper protocol)."
+        ),
     ] = "quick",
     dialogues: Annotated[
         int | None, typer.Option(min=1, help="Scenarios per task (overrides the preset).")
@@ -32,9 +35,10 @@ def quickstart(
 ) -> None:
     """Three agents that differ on purpose (empathetic, solution-first, dismissive control) on ESC
     and PD with the embedded SmolLM2 model; prints the leaderboard and writes the plots."""
+    from cogwm.arena.config import config_hash
     from cogwm.arena.quickstart import Preset, quickstart_config
     from cogwm.arena.runner import run_arena
-    from cogwm.errors import InputError
+    from cogwm.errors import ConfigError, InputError
     from cogwm.report import build_report, load_run, render, write_plots
     from cogwm.store import RunStore
 
@@ -44,6 +48,11 @@ def quickstart(
         raise InputError(f"--preset must be 'quick' or 'full', got {preset!r}") from None
     config = quickstart_config(chosen, dialogues=dialogues, model=model)
     with RunStore(db) as store:
+        stored = store.run()
+        if stored is not None and stored.config_hash != config_hash(config):
+            raise ConfigError(
+                f"{db} holds a different run ({stored.name}); pass another --db or delete it"
+            )
         summary = asyncio.run(run_arena(config, store, resume=True, show_progress=progress))
         if summary.interrupted:
             err_console.print(f"interrupted: run `cogwm quickstart --db {db}` again to continue")

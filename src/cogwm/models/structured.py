@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any, NamedTuple
@@ -9,13 +10,23 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from cogwm.models.types import Message, StructuredMode
+from cogwm.schema.lexicon import lexicon_version
 
 # Modes in which nothing but the prompt tells the model the schema.
 UNENFORCED_MODES = frozenset({StructuredMode.PROMPT, StructuredMode.JSON_OBJECT})
 
 
 def schema_for(output_model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of ``output_model`` as sent to backends."""
+    """The JSON schema of ``output_model`` as sent to backends (shared: do not mutate it).
+
+    Building a schema costs milliseconds, which dominates a fast backend's call; it is built once
+    per output model and lexicon (the emotion enum follows lexicon extensions).
+    """
+    return _schema_cached(output_model, lexicon_version())
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_cached(output_model: type[BaseModel], _lexicon_version: int) -> dict[str, Any]:
     return output_model.model_json_schema()
 
 
@@ -77,19 +88,21 @@ def with_schema_hint(
 def extract_json(text: str) -> str:
     """The JSON object inside ``text``: code fences and chatter around it are dropped.
 
+    Raw control characters inside strings (a literal newline in an utterance) are accepted and
+    re-escaped: llama.cpp's schema grammars let them through, and they change no meaning.
     Returns the text unchanged when no ``{ ... }`` span is found, so validation reports the
     original problem.
     """
     start = text.find("{")
     if start < 0:
         return text
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     for candidate_start in _brace_positions(text, start):
         try:
-            _, end = decoder.raw_decode(text, candidate_start)
+            value, _ = decoder.raw_decode(text, candidate_start)
         except json.JSONDecodeError:
             continue
-        return text[candidate_start:end]
+        return json.dumps(value, ensure_ascii=False)
     return text[start:]
 
 

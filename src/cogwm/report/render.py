@@ -10,7 +10,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from cogwm.metrics.aggregate import MeanEstimate
+from cogwm.metrics.aggregate import CorrelationMatrix, MeanEstimate
 from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow, Cells
 
 _SIGNED = {"cts", "auc", "delta", "e_delta", "b_delta", "d_delta", "i_delta"}
@@ -77,7 +77,7 @@ def render(report: ArenaReport, console: Console) -> None:
     else:
         console.print("Typology: needs at least 3 agent x condition arms.")
     if report.correlations is not None:
-        console.print(_correlations(report))
+        console.print(_correlations(report.correlations))
 
 
 def _table(title: str) -> Table:
@@ -181,17 +181,14 @@ def _differences(report: ArenaReport) -> Table:
     return table
 
 
-def _correlations(report: ArenaReport) -> Table:
-    assert report.correlations is not None
-    names = report.correlations.names
-    table = Table(
-        title=f"Correlations of trajectory metrics (Pearson, n = {report.correlations.n})"
-    )
+def _correlations(matrix: CorrelationMatrix) -> Table:
+    names = matrix.names
+    table = _table(f"Correlations of trajectory metrics (Pearson, n = {matrix.n})")
     table.add_column("")
     for name in names:
         table.add_column(name, justify="right", overflow="fold")
     for i, name in enumerate(names):
-        table.add_row(name, *(_number(v, True, 2) for v in report.correlations.r[i]))
+        table.add_row(name, *(_number(v, True, 2) for v in matrix.r[i]))
     return table
 
 

@@ -27,6 +27,7 @@ DEFAULT_VALENCES: Mapping[str, float] = MappingProxyType(
 INTENSITIES: tuple[int, ...] = (1, 2, 3)
 
 _extra: dict[str, float] = {}
+_version = 0
 
 
 def register_emotion(label: str, valence: float) -> None:
@@ -40,7 +41,14 @@ def register_emotion(label: str, valence: float) -> None:
     if known is not None and known != valence:
         raise ValueError(f"emotion {label!r} already has valence {known}, not {valence}")
     if known is None:
+        global _version
         _extra[label] = float(valence)
+        _version += 1
+
+
+def lexicon_version() -> int:
+    """A number that changes whenever the lexicon is extended (for caches of JSON schemas)."""
+    return _version
 
 
 def valence_table() -> dict[str, float]:
