@@ -321,3 +321,23 @@ def test_trajectories_bad_input_names_the_line(tmp_path: Path) -> None:
     assert "exactly one of 'states' and 'scores'" in str(result.exception)
     daily = runner.invoke(app, ["trajectories", str(both), "--task", "DAILY"])
     assert "no composite weights" in str(daily.exception)
+
+
+def test_trajectories_refuse_a_partly_annotated_dialogue(tmp_path: Path) -> None:
+    # Two user turns, only the first with a state: scoring the one state would silently make
+    # N = 1 instead of 2, so the line is refused.
+    annotated = CognitiveState(emotion=Emotion(label="hope", intensity=2))
+    dialogue = Dialogue(
+        id="d1",
+        corpus="test",
+        utterances=[
+            Utterance(index=0, speaker="a", role=Role.AGENT, text="hello"),
+            Utterance(index=1, speaker="u", role=Role.USER, text="hi", state=annotated),
+            Utterance(index=2, speaker="a", role=Role.AGENT, text="how are you"),
+            Utterance(index=3, speaker="u", role=Role.USER, text="fine"),
+        ],
+    )
+    path = _write(tmp_path / "d.jsonl", [dialogue.model_dump_json()])
+    done = _run_main("score", "trajectories", str(path), "--task", "ESC")
+    assert done.returncode == 2
+    assert "d.jsonl, line 1: dialogue 'd1' has a state on 1 of 2 user turns" in done.stderr

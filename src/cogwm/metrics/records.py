@@ -172,8 +172,15 @@ def pair_fidelity(
     ]
 
 
-def _dialogue_trajectory(dialogue: Dialogue) -> TrajectoryRecord:
-    states = [s for s in (_turn_state(t) for t in dialogue.user_turns()) if s is not None]
+def _dialogue_trajectory(dialogue: Dialogue, path: Path, number: int) -> TrajectoryRecord:
+    turn_states = [_turn_state(t) for t in dialogue.user_turns()]
+    states = [s for s in turn_states if s is not None]
+    if states and len(states) < len(turn_states):
+        # Skipping the unannotated turns would shorten N and shift AUC and PSR without a word.
+        raise InputError(
+            f"{path}, line {number}: dialogue {dialogue.id!r} has a state on "
+            f"{len(states)} of {len(turn_states)} user turns; a trajectory needs all of them"
+        )
     return TrajectoryRecord(
         id=dialogue.id,
         states=states,
@@ -191,7 +198,7 @@ def read_trajectory_file(path: Path) -> list[tuple[int, TrajectoryRecord]]:
     seen: set[str] = set()
     for number, obj, line in _lines(path):
         if "utterances" in obj:
-            record = _dialogue_trajectory(_parse(Dialogue, path, number, line))
+            record = _dialogue_trajectory(_parse(Dialogue, path, number, line), path, number)
         else:
             record = _parse(TrajectoryRecord, path, number, line)
         if record.id in seen:
