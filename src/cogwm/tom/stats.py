@@ -33,7 +33,14 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from cogwm.stats import chi_square, mann_whitney, mcnemar, pearson, spearman
+from cogwm.stats import (
+    CorrelationResult,
+    chi_square,
+    mann_whitney,
+    mcnemar,
+    pearson,
+    spearman,
+)
 from cogwm.stats._validate import StatsInputError
 from cogwm.tom.evaluate import PLAIN
 from cogwm.tom.items import Task, Variant
@@ -315,44 +322,28 @@ def retro_prosp_gap(answers: Sequence[ScoredAnswer]) -> list[GapRow]:
 def _correlate(
     task: str, first: str, second: str, x: list[float], y: list[float]
 ) -> CorrelationRow:
-    if len(x) < MIN_CORRELATION_UNITS:
+    def row(
+        pr: CorrelationResult | None, sr: CorrelationResult | None, note: str
+    ) -> CorrelationRow:
         return CorrelationRow(
             task=task,
             first=first,
             second=second,
             n=len(x),
-            pearson_r=None,
-            pearson_p=None,
-            spearman_rho=None,
-            spearman_p=None,
-            note=f"needs {MIN_CORRELATION_UNITS} shared cells",
+            pearson_r=pr.r if pr else None,
+            pearson_p=pr.p_value if pr else None,
+            spearman_rho=sr.r if sr else None,
+            spearman_p=sr.p_value if sr else None,
+            note=note,
         )
+
+    if len(x) < MIN_CORRELATION_UNITS:
+        return row(None, None, f"needs {MIN_CORRELATION_UNITS} shared cells")
     try:
         pr, sr = pearson(x, y), spearman(x, y)
     except StatsInputError as exc:
-        return CorrelationRow(
-            task=task,
-            first=first,
-            second=second,
-            n=len(x),
-            pearson_r=None,
-            pearson_p=None,
-            spearman_rho=None,
-            spearman_p=None,
-            note=str(exc),
-        )
-    note = "" if pr.r is not None else "a constant series has no correlation"
-    return CorrelationRow(
-        task=task,
-        first=first,
-        second=second,
-        n=len(x),
-        pearson_r=pr.r,
-        pearson_p=pr.p_value,
-        spearman_rho=sr.r,
-        spearman_p=sr.p_value,
-        note=note,
-    )
+        return row(None, None, str(exc))
+    return row(pr, sr, "" if pr.r is not None else "a constant series has no correlation")
 
 
 def correlations(answers: Sequence[ScoredAnswer]) -> list[CorrelationRow]:
