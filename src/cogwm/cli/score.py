@@ -14,7 +14,7 @@ from rich.table import Table
 from cogwm import tasks
 from cogwm.cli.common import console, err_console, print_json
 from cogwm.errors import InputError
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
+from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, Estimate
 from cogwm.metrics.records import (
     TrajectoryRecord,
     pair_fidelity,
@@ -24,7 +24,6 @@ from cogwm.metrics.records import (
 from cogwm.metrics.summary import (
     DELTA_NAMES,
     ConversationScores,
-    Estimate,
     GroupSummary,
     TrajectorySummary,
     summarize_trajectories,

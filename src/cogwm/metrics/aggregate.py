@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
 
@@ -39,6 +40,42 @@ class MeanEstimate(NamedTuple):
     ci_high: float | None
     n: int
     confidence: float
+
+
+class Estimate(BaseModel):
+    """A reported mean with SE and CI (None fields: undefined) and how many values it covers.
+
+    The serialisable form of ``MeanEstimate``; metric summaries extend it with their own fields.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mean: float | None
+    se: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int
+
+    @staticmethod
+    def fields(estimate: MeanEstimate | None, n: int | None = None) -> dict[str, Any]:
+        """Keyword arguments for an ``Estimate`` (or subclass) from ``estimate``.
+
+        ``None`` means nothing to average (mean None); ``n`` overrides the estimate's count.
+        """
+        if estimate is None:
+            return {"mean": None, "n": n or 0}
+        return {
+            "mean": estimate.mean,
+            "se": estimate.se,
+            "ci_low": estimate.ci_low,
+            "ci_high": estimate.ci_high,
+            "n": estimate.n if n is None else n,
+        }
+
+    @classmethod
+    def of(cls, estimate: MeanEstimate | None) -> Estimate:
+        """From a ``MeanEstimate`` (None: nothing to average)."""
+        return cls(**cls.fields(estimate))
 
 
 def _finite(values: Sequence[float] | FloatArray, name: str) -> FloatArray:

@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, optional_mean
+from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, Estimate, optional_mean
 from cogwm.metrics.turn import FidelitySample
 from cogwm.models.types import Message, Sampling, Structured, StructuredOutputError
 from cogwm.schema import CognitiveState, Dimension, Role, TaskSpec
@@ -227,17 +227,10 @@ class OutcomeJudgement(BaseModel):
     call_id: str | None = None
 
 
-class JudgeSummary(BaseModel):
+class JudgeSummary(Estimate):
     """A judge metric over many samples: mean of the parsed scores, and the failures beside it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     name: str
-    mean: float | None
-    se: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int
     n_failed: int
     prompt_id: str
     prompt_version: int
@@ -490,11 +483,7 @@ def summarize_judge(
         )
         out[metric.value] = JudgeSummary(
             name=metric.value,
-            mean=estimate.mean if estimate else None,
-            se=estimate.se if estimate else None,
-            ci_low=estimate.ci_low if estimate else None,
-            ci_high=estimate.ci_high if estimate else None,
-            n=len(parsed),
+            **Estimate.fields(estimate, n=len(parsed)),
             n_failed=len(mine) - len(parsed),
             prompt_id=prompt.id,
             prompt_version=prompt.version,

@@ -17,7 +17,7 @@ from cogwm.metrics.aggregate import (
     DEFAULT_RESAMPLES,
     AgentType,
     CTSComponents,
-    MeanEstimate,
+    Estimate,
     agent_typology,
     correlation_matrix,
     discriminability,
@@ -49,31 +49,6 @@ class ConversationScores:
     scenario: str | None = None
     good_outcome: bool | None = None
     good_outcome_failed: bool = False
-
-
-class Estimate(BaseModel):
-    """A mean with SE and CI (None fields: undefined), and how many values it covers."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    mean: float | None
-    se: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int
-
-    @classmethod
-    def of(cls, estimate: MeanEstimate | None) -> Estimate:
-        """From a ``MeanEstimate`` (None: nothing to average)."""
-        if estimate is None:
-            return cls(mean=None, n=0)
-        return cls(
-            mean=estimate.mean,
-            se=estimate.se,
-            ci_low=estimate.ci_low,
-            ci_high=estimate.ci_high,
-            n=estimate.n,
-        )
 
 
 class ConversationResult(BaseModel):

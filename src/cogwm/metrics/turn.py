@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, MeanEstimate, optional_mean
+from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, Estimate, MeanEstimate, optional_mean
 from cogwm.metrics.embeddings import Embedder, cosine_rows, default_embedder
 from cogwm.metrics.text import distinct_1, utterance_scores
 from cogwm.schema import BDI, CognitiveState, Dimension
@@ -104,22 +104,15 @@ class TurnScores(NamedTuple):
         }[dim]
 
 
-class MetricSummary(BaseModel):
+class MetricSummary(Estimate):
     """One aggregated metric with its coverage, CI and (for miss-aware metrics) the miss rate."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     name: str
-    mean: float | None
-    se: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int
     misses: int | None = None
     miss_rate: float | None = None
 
     @classmethod
-    def of(
+    def of(  # type: ignore[override]
         cls,
         name: str,
         estimate: MeanEstimate | None,
@@ -130,18 +123,7 @@ class MetricSummary(BaseModel):
     ) -> MetricSummary:
         """Build from a ``MeanEstimate`` (None = no covered sample)."""
         miss_rate = misses / applicable if misses is not None and applicable else None
-        if estimate is None:
-            return cls(name=name, mean=None, n=n or 0, misses=misses, miss_rate=miss_rate)
-        return cls(
-            name=name,
-            mean=estimate.mean,
-            se=estimate.se,
-            ci_low=estimate.ci_low,
-            ci_high=estimate.ci_high,
-            n=estimate.n if n is None else n,
-            misses=misses,
-            miss_rate=miss_rate,
-        )
+        return cls(name=name, misses=misses, miss_rate=miss_rate, **cls.fields(estimate, n))
 
 
 class FidelityReport(BaseModel):
