@@ -8,51 +8,44 @@ states.
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from cogwm.arena.config import AgentConfig, ModelConfig
 from cogwm.arena.prompts import (
     AGENT_COT,
     INTENT_DETECTOR,
     PROFILE_ANNOTATOR,
-    SIMULATOR_OPENING,
-    SIMULATOR_SYSTEM,
-    SIMULATOR_TURN,
     Prompt,
     agent_task_prompt,
-    describe_profile,
-    describe_scores,
-    describe_state,
     speaker_name,
 )
 from cogwm.arena.termination import Condition
 from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup, latest_state
 from cogwm.models.model import Model
 from cogwm.models.types import Message
-from cogwm.schema import BigFive, CognitiveState, Emotion, Profile, Role, StateItem, TaskSpec
-from cogwm.schema.lexicon import INTENSITIES, valence_table
+from cogwm.schema import BigFive, CognitiveState, Profile, Role, TaskSpec
+from cogwm.schema.lexicon import valence_table
 
-#: Items per B/D/I dimension the simulator may state in one turn (keeps outputs short).
-MAX_ITEMS = 2
-#: Longest item text and utterance (characters): with the keys, a state and utterance stay
-#: under ~220 tokens, inside the simulator's default budget of 300, so outputs are never cut.
-ITEM_CHARS = 60
-UTTERANCE_CHARS = 240
-
-
-def plain_text(max_chars: int, description: str = "") -> Any:
-    """A string field of 1 to ``max_chars`` characters without control characters, double quotes
-    or backslashes.
-
-    Stated as a JSON-schema ``pattern`` because grammar-constrained decoding turns a pattern into
-    exactly these characters, whereas a plain ``maxLength`` string lets llama.cpp's grammar emit
-    raw newlines, which are invalid JSON; the same pattern is validated afterwards.
-    """
-    return Field(pattern=rf'^[^\x00-\x1f"\\]{{1,{max_chars}}}$', description=description or None)
-
+# The simulator's output models and limits live with the world-model format; re-exported here.
+from cogwm.simulator.format import (
+    ITEM_CHARS as ITEM_CHARS,
+)
+from cogwm.simulator.format import (
+    MAX_ITEMS as MAX_ITEMS,
+)
+from cogwm.simulator.format import (
+    UTTERANCE_CHARS as UTTERANCE_CHARS,
+)
+from cogwm.simulator.format import (
+    Mode,
+    WorldModelInput,
+    build_messages,
+    plain_text,
+    state_output_models,
+    to_state,
+)
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -85,73 +78,6 @@ class ProfileGuess(_Output):
     communication_style: str = plain_text(80)
     decision_style: str = plain_text(80)
     confidence: Literal[1, 2, 3]
-
-
-@cache
-def state_output_models(
-    task_name: str, score_range: tuple[float, float], labels: tuple[str, ...]
-) -> tuple[type[BaseModel], type[BaseModel]]:
-    """The simulator's output models for one task: ``(state only, state + utterance)``.
-
-    Args:
-        task_name: Names the models (``UserStateESC``...).
-        score_range: The task's item score range; integer ends give ``Literal`` scores.
-        labels: The emotion labels allowed.
-    """
-    low, high = score_range
-    score: Any
-    if float(low).is_integer() and float(high).is_integer():
-        score = (Literal[tuple(range(int(low), int(high) + 1))], ...)
-    else:
-        score = (float, Field(ge=low, le=high))
-    label_type: Any = Literal[labels]
-    intensity_type: Any = Literal[INTENSITIES]
-    emotion = create_model(
-        f"UserEmotion{task_name}",
-        __config__=_STRICT,
-        label=(label_type, ...),
-        intensity=(intensity_type, ...),
-    )
-    item = create_model(
-        f"UserItem{task_name}",
-        __config__=_STRICT,
-        text=(str, plain_text(ITEM_CHARS)),
-        score=score,
-    )
-    items = (list[item], Field(max_length=MAX_ITEMS))
-    state_fields: dict[str, Any] = {
-        "emotion": (emotion, ...),
-        "beliefs": items,
-        "desires": items,
-        "intentions": items,
-    }
-    state = create_model(f"UserState{task_name}", __config__=_STRICT, **state_fields)
-    turn = create_model(
-        f"UserTurn{task_name}",
-        __config__=_STRICT,
-        **state_fields,
-        utterance=(str, plain_text(UTTERANCE_CHARS)),
-        leave=(bool, Field(description="True only if you want to end the conversation now.")),
-    )
-    return state, turn
-
-
-def to_state(value: BaseModel) -> CognitiveState:
-    """The ``CognitiveState`` in a simulator output."""
-    data = value.model_dump()
-    emotion = data["emotion"]
-
-    def items(key: str) -> list[StateItem]:
-        return [
-            StateItem(text=i["text"].strip() or "-", score=float(i["score"])) for i in data[key]
-        ]
-
-    return CognitiveState(
-        emotion=Emotion(label=emotion["label"], intensity=int(emotion["intensity"])),
-        beliefs=items("beliefs"),
-        desires=items("desires"),
-        intentions=items("intentions"),
-    )
 
 
 def render_history(turns: list[ArenaTurn], task: TaskSpec, *, limit: int, user_is_you: bool) -> str:
@@ -190,29 +116,25 @@ class SimulatorParticipant:
         self.state_model, self.turn_model = state_output_models(task.name, task.score_range, labels)
         self._labels = ("you", "user", task.user_role.lower())
 
-    def _system(self, setup: UserSetup) -> Message:
-        low, high = self.task.score_range
-        text = SIMULATOR_SYSTEM.render(
-            user_role=self.task.user_role,
-            agent_role=self.task.agent_role,
-            scenario=self.task.scenario,
+    def _messages(self, setup: UserSetup, turns: list[ArenaTurn], mode: Mode) -> list[Message]:
+        """The simulator's prompt in the world-model format, over its history window."""
+        shown = turns[-self.history_turns :]
+        inp = WorldModelInput(
+            task=self.task.name,
             context=setup.context,
-            profile=describe_profile(setup.profile),
-            low=f"{low:g}",
-            high=f"{high:g}",
-            scores=describe_scores(self.task),
+            profile=setup.profile,
+            initial_state=next((t.state for t in turns if t.state is not None), None),
+            history=[(t.role.value, t.text) for t in shown],
+            previous_state=latest_state(turns),
+            mode=mode,
         )
-        return Message(role="system", content=text)
-
-    def _history(self, turns: list[ArenaTurn]) -> str:
-        return render_history(turns, self.task, limit=self.history_turns, user_is_you=True)
+        return build_messages(inp, self.task)
 
     async def read_state(
         self, setup: UserSetup, turns: list[ArenaTurn], *, seed: int
     ) -> StateReading:
         """The user's state after the cold-start turns (the trajectory's first point)."""
-        prompt = SIMULATOR_OPENING.render(history=self._history(turns))
-        messages = [self._system(setup), Message(role="user", content=prompt)]
+        messages = self._messages(setup, turns, "understand")
         result = await self.model.generate_structured(
             messages, self.state_model, self.config.sampling(seed), tag="simulator.opening"
         )
@@ -220,10 +142,7 @@ class SimulatorParticipant:
 
     async def next_turn(self, setup: UserSetup, turns: list[ArenaTurn], *, seed: int) -> TurnOutput:
         """The user's next state and utterance, given the history (ending with an agent turn)."""
-        prompt = SIMULATOR_TURN.render(
-            history=self._history(turns), previous=describe_state(latest_state(turns))
-        )
-        messages = [self._system(setup), Message(role="user", content=prompt)]
+        messages = self._messages(setup, turns, "predict")
         result = await self.model.generate_structured(
             messages, self.turn_model, self.config.sampling(seed), tag="simulator"
         )

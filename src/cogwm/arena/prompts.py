@@ -7,50 +7,40 @@ Templates use ``str.format`` fields; they contain no literal braces.
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from cogwm.errors import ConfigError
-from cogwm.schema import CognitiveState, Dimension, Profile, Record, Role, TaskSpec
+from cogwm.schema import Role, TaskSpec
 
-
-class Prompt(Record):
-    """One prompt text with a stable id and a version number."""
-
-    id: str
-    version: int = Field(ge=1)
-    text: str
-
-    def render(self, **fields: str) -> str:
-        """The text with its ``{fields}`` filled in."""
-        return self.text.format(**fields)
-
-
-SIMULATOR_SYSTEM = Prompt(
-    id="simulator.system",
-    version=1,
-    text=(
-        "You play a {user_role} talking with a {agent_role}. {scenario}\n"
-        "Your situation: {context}\n"
-        "Your profile: {profile}\n"
-        "Answer as JSON. emotion: how you feel now, intensity 1 weak to 3 strong. "
-        "beliefs, desires, intentions: at most 3 short items each, in first person, scored "
-        "{low} to {high} for {scores}. utterance: what you say next, one or two sentences, in "
-        "character. leave: true only if you want to end the conversation now."
-    ),
+# The simulator's prompts live with the world-model format (one home for what the simulator sees);
+# they are re-exported here because every run stores and hashes them with the arena's own.
+from cogwm.simulator.format import (
+    SIMULATOR_OPENING,
+    SIMULATOR_SYSTEM,
+    SIMULATOR_TURN,
+    Prompt,
+    describe_profile,
+    describe_scores,
+    describe_state,
 )
 
-SIMULATOR_TURN = Prompt(
-    id="simulator.turn",
-    version=1,
-    text="Conversation so far:\n{history}\n\nYour state before this: {previous}\n"
-    "Give your new state and your reply.",
-)
+__all__ = [
+    "AGENT_COT",
+    "AGENT_PERSONAS",
+    "AGENT_TASK",
+    "INTENT_DETECTOR",
+    "PROFILE_ANNOTATOR",
+    "SIMULATOR_OPENING",
+    "SIMULATOR_SYSTEM",
+    "SIMULATOR_TURN",
+    "Prompt",
+    "agent_task_prompt",
+    "describe_profile",
+    "describe_scores",
+    "describe_state",
+    "fixed_prompts",
+    "resolve_agent_prompt",
+    "speaker_name",
+]
 
-SIMULATOR_OPENING = Prompt(
-    id="simulator.opening",
-    version=1,
-    text="Conversation so far:\n{history}\n\nGive your state at this point.",
-)
 
 INTENT_DETECTOR = Prompt(
     id="intent.detector",
@@ -182,54 +172,6 @@ def fixed_prompts() -> list[Prompt]:
         AGENT_COT,
         *AGENT_TASK.values(),
     ]
-
-
-def describe_profile(profile: Profile) -> str:
-    """A one-line profile for a prompt."""
-    parts: list[str] = []
-    if profile.big_five is not None:
-        traits = profile.big_five.model_dump()
-        parts.append("Big Five 1-5: " + ", ".join(f"{k} {v:g}" for k, v in traits.items()))
-    if profile.communication_style:
-        parts.append(f"talks: {profile.communication_style}")
-    if profile.decision_style:
-        parts.append(f"decides: {profile.decision_style}")
-    parts.extend(f"{k}: {v}" for k, v in profile.task_features.items())
-    return "; ".join(parts) or "no details"
-
-
-def describe_scores(task: TaskSpec) -> str:
-    """``belief = reality (meaning), ...`` for the simulator prompt."""
-    labels = {
-        Dimension.BELIEF: "beliefs",
-        Dimension.DESIRE: "desires",
-        Dimension.INTENTION: "intentions",
-    }
-    return "; ".join(
-        f"{labels[d]} by {spec.name} ({spec.meaning})"
-        for d, spec in task.dimensions.items()
-        if d in labels
-    )
-
-
-def describe_state(state: CognitiveState | None) -> str:
-    """A compact state for a prompt (``none`` before the first one)."""
-    if state is None:
-        return "none"
-    parts: list[str] = []
-    if state.emotion is not None:
-        parts.append(f"emotion {state.emotion.label} {state.emotion.intensity}")
-    for name, items in (
-        ("beliefs", state.beliefs),
-        ("desires", state.desires),
-        ("intentions", state.intentions),
-    ):
-        if items:
-            listed = "; ".join(
-                f"{i.text} ({i.score:g})" if i.score is not None else i.text for i in items
-            )
-            parts.append(f"{name}: {listed}")
-    return " | ".join(parts) or "none"
 
 
 def speaker_name(role: Role, task: TaskSpec, *, user_is_you: bool) -> str:
