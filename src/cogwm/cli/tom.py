@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -458,6 +458,77 @@ def verify_command(
     console.print(f"{len(kept)} verified items" + (f" written to {out}" if out else ""))
 
 
+# -- people ----------------------------------------------------------------------
+
+
+@app.command("answers-export")
+def answers_export_command(
+    items_path: ItemsArgument,
+    out: Annotated[Path, typer.Option("--out", help="The answer sheet to write (CSV).")],
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the option order (as in tom eval --seed).")
+    ] = 0,
+) -> None:
+    """Write the answer sheet people fill in: one row per item, options in the seeded order."""
+    from cogwm.tom.items import read_items
+    from cogwm.tom.people import export_sheet
+
+    n = export_sheet(read_items(items_path), out, seed)
+    console.print(
+        f"{n} items written to {out}; respondents fill in respondent, choice (the option "
+        "letter or text) and optionally time_s, one copy of a row per respondent"
+    )
+
+
+@app.command("answers-import")
+def answers_import_command(
+    answers: Annotated[
+        Path,
+        typer.Argument(
+            help="Answer sheet (CSV: item_id, respondent, choice[, seed, time_s]).",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ],
+    kind: Annotated[
+        str,
+        typer.Option("--as", help="Who answered: human:lay or human:expert.", show_default=False),
+    ],
+    db: DbOption = Path("runs.sqlite"),
+    items_path: Annotated[
+        Path | None,
+        typer.Option("--items", help="Items file of the sheet (default: the items in --db)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of rows without a seed column.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Import people's answers; they appear in tom stats like a model. All rows or none."""
+    from cogwm.tom.items import read_items
+    from cogwm.tom.people import check_kind, people_rows, read_sheet
+    from cogwm.tom.store import open_store
+
+    check_kind(kind)
+    file_items = read_items(items_path) if items_path is not None else []
+    with open_store(db, must_exist=items_path is None) as store:
+        known = {**store.items(), **{i.id: i for i in file_items}}
+        if not known:
+            raise InputError(f"database {db} has no items; pass --items ITEMS")
+        sheet = read_sheet(answers, known, seed)
+        runs, rows = people_rows(kind, sheet.answers, answers.name)
+        store.put_items(file_items)
+        store.put_people(runs, rows)
+    respondents = len(runs)
+    info = {"imported": len(rows), "respondents": respondents, "skipped": sheet.skipped,
+            "as": kind, "db": str(db)}  # fmt: skip
+    if as_json:
+        print_json(info)
+        return
+    console.print(
+        f"imported {len(rows)} answers of {respondents} respondent run(s) as {kind} into {db}; "
+        f"{sheet.skipped} rows without a choice skipped"
+    )
+
+
 # -- evaluation ------------------------------------------------------------------
 
 
@@ -480,6 +551,14 @@ def eval_command(
         str | None,
         typer.Option("--inject-from", help="Teacher model: show its masked reasoning to --model."),
     ] = None,
+    circular: Annotated[
+        bool,
+        typer.Option(
+            "--circular",
+            help="Also ask every rotation of the options; an item is circularly correct only "
+            "when all are right (reports plain and circular rates).",
+        ),
+    ] = False,
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
@@ -501,10 +580,14 @@ def eval_command(
         if inject_from is not None:
             _teacher(items, inject_from, store, seed, concurrency, base_url)
         summary = _evaluate(
-            items, model, store, seed, condition, inject_from, resume, concurrency, base_url
+            items,
+            model,
+            store,
+            _EvalOptions(seed, condition, inject_from, resume, circular, concurrency, base_url),
         )
         rows = _run_rates(store, summary.run_id)
-    _print_eval(summary, rows, model, db, as_json)
+        circular_rows = _run_circular(store, summary.run_id) if circular else []
+    _print_eval(summary, rows, model, db, as_json, circular_rows)
 
 
 def _teacher(
@@ -535,20 +618,20 @@ def _teacher(
         )
 
 
-def _evaluate(
-    items: list[ToMItem],
-    spec: str,
-    store: ToMStore,
-    seed: int,
-    condition: str,
-    teacher: str | None,
-    resume: bool,
-    concurrency: int,
-    base_url: str | None,
-) -> Any:
+class _EvalOptions(NamedTuple):
+    seed: int
+    condition: str
+    teacher: str | None
+    resume: bool
+    circular: bool
+    concurrency: int
+    base_url: str | None
+
+
+def _evaluate(items: list[ToMItem], spec: str, store: ToMStore, options: _EvalOptions) -> Any:
     from cogwm.tom.evaluate import evaluate
 
-    model = _load_model(spec, base_url)
+    model = _load_model(spec, options.base_url)
 
     async def run(advance: Callable[[], None]) -> EvalSummary:
         try:
@@ -556,11 +639,12 @@ def _evaluate(
                 items,
                 model,
                 store,
-                seed=seed,
-                condition=condition,
-                teacher=teacher,
-                resume=resume,
-                concurrency=concurrency,
+                seed=options.seed,
+                condition=options.condition,
+                teacher=options.teacher,
+                resume=options.resume,
+                circular=options.circular,
+                concurrency=options.concurrency,
                 on_progress=advance,
             )
         finally:
@@ -577,10 +661,32 @@ def _run_rates(store: ToMStore, run_id: str) -> list[RateRow]:
     return rate_rows(answers, ("model", "domain", "task", "attribute", "variant", "source"))
 
 
+def _run_circular(store: ToMStore, run_id: str) -> list[Any]:
+    from cogwm.tom.stats import ChoiceRecord, circular_rates, position_bias
+
+    answers = [a for a in store.scored_answers() if a.run_id == run_id]
+    model = answers[0].model if answers else ""
+    condition = answers[0].condition if answers else ""
+    letters = [(a.choice, a.gold_letter) for a in store.answers(run_id)]
+    letters += [(a.choice, a.gold_letter) for _, a in store.rotations(run_id)]
+    choices = [ChoiceRecord(model, condition, c, g) for c, g in letters]
+    return [*circular_rates(answers), *position_bias(choices)]
+
+
 def _print_eval(
-    summary: EvalSummary, rows: list[RateRow], model: str, db: Path, as_json: bool
+    summary: EvalSummary,
+    rows: list[RateRow],
+    model: str,
+    db: Path,
+    as_json: bool,
+    circular: list[Any] | None = None,
 ) -> None:
-    from cogwm.tom.tables import rates_table
+    from cogwm.tom.stats import CircularRow
+    from cogwm.tom.tables import TITLES, generic_table, rates_table
+
+    circular = circular or []
+    circular_rows = [r for r in circular if isinstance(r, CircularRow)]
+    bias_rows = [r for r in circular if not isinstance(r, CircularRow)]
 
     info = {
         "run_id": summary.run_id,
@@ -589,10 +695,19 @@ def _print_eval(
         "failed": summary.failed,
         "unparsed": summary.unparsed,
         "missing_reasoning": summary.missing_reasoning,
+        "rotated": summary.rotated,
         "paths": dict(summary.paths),
     }
     if as_json:
-        print_json({**info, "db": str(db), "rates": [r.model_dump() for r in rows]})
+        print_json(
+            {
+                **info,
+                "db": str(db),
+                "rates": [r.model_dump() for r in rows],
+                "circular": [r.model_dump() for r in circular_rows],
+                "position_bias": [r.model_dump() for r in bias_rows],
+            }
+        )
         return
     console.print(
         rates_table(
@@ -606,6 +721,9 @@ def _print_eval(
         f"failed {summary.failed} (not stored; --resume retries them), unparsed "
         f"{summary.unparsed}; scoring paths {dict(summary.paths) or '—'}; stored in {db}"
     )
+    for name, found in (("circular", circular_rows), ("position_bias", bias_rows)):
+        if found:
+            console.print(generic_table(found, TITLES[name], name))
     if summary.missing_reasoning:
         console.print(f"{summary.missing_reasoning} items had no teacher reasoning (skipped)")
     for failure in summary.failures:
@@ -676,12 +794,13 @@ def stats_command(
     ] = None,
 ) -> None:
     """The paper's tables: CR with intervals, the gaps and their tests, correlations, curves."""
-    from cogwm.tom.stats import compute_stats
+    from cogwm.tom.stats import ChoiceRecord, compute_stats
     from cogwm.tom.store import open_store
     from cogwm.tom.tables import render_report, report_json, write_csv
 
     with open_store(db, must_exist=True) as store:
-        report = compute_stats(store.scored_answers(), store.open_scores())
+        choices = [ChoiceRecord(*c) for c in store.choice_records()]
+        report = compute_stats(store.scored_answers(), store.open_scores(), choices)
     if csv_dir is not None:
         written = write_csv(report, csv_dir)
         err_console.print(f"{len(written)} tables written to {csv_dir}")

@@ -7,6 +7,12 @@ the generated answer. An answer that cannot be parsed counts as wrong and is sto
 interface's retries is an infrastructure failure: it is not stored, not counted as wrong, and is
 tried again by ``--resume``.
 
+Circular evaluation (as OpenCompass's CircularEval), ``circular=True``: besides the seeded
+order, the item is asked once per rotation of that order ("None of the above" stays last); the
+item counts as circularly correct only when every rotation is answered right. The rotations
+belong to the same run as the plain answers (rotation 0), so the plain and the circular rate come
+from one run; a plain run can be made circular later with ``resume``.
+
 The reasoning-injection probe: a *teacher* reasons about each item (:func:`teacher_reasoning`);
 its option references are masked (:func:`mask_option_references`); a *student* then answers with
 that reasoning in its prompt (``condition = "injected:<teacher>"``).
@@ -63,6 +69,7 @@ class EvalSummary:
     failed: int = 0  # model-call failures, not stored, retried on resume
     unparsed: int = 0
     missing_reasoning: int = 0
+    rotated: int = 0  # items asked in every rotation (circular runs)
     paths: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
 
@@ -95,6 +102,7 @@ async def evaluate(
     condition: str = PLAIN,
     teacher: str | None = None,
     resume: bool = False,
+    circular: bool = False,
     concurrency: int = 4,
     on_progress: Callable[[], None] | None = None,
 ) -> EvalSummary:
@@ -109,6 +117,7 @@ async def evaluate(
             stored reasoning is shown).
         teacher: The teacher model of an injection run.
         resume: Continue a run that has answers; without it such a run is an error.
+        circular: Also ask every other rotation of each item's options (see the module doc).
         concurrency: Items in flight at once.
         on_progress: Called after each item.
 
@@ -132,8 +141,11 @@ async def evaluate(
             "seed": seed,
             "teacher": teacher,
             "prompt_version": PROMPT_VERSION,
+            "circular": circular,
         },
     )
+    if circular:
+        store.mark_circular(run.run_id)
     done = store.answered_ids(run.run_id)
     if done and not resume:
         raise InputError(
@@ -144,13 +156,22 @@ async def evaluate(
     summary = EvalSummary(run_id=run.run_id)
     limit = asyncio.Semaphore(concurrency)
 
+    rotated = store.rotated_ids(run.run_id) if circular else set()
+
     async def one(item: ToMItem) -> None:
         async with limit:
-            await _answer(item, model, store, run, reasoning, summary)
+            if item.id not in done:
+                await _answer(item, model, store, run, reasoning, summary)
+            if circular and item.id not in rotated and item.variant is not Variant.OPEN:
+                await _rotations(item, model, store, run, reasoning, summary)
         if on_progress is not None:
             on_progress()
 
-    todo = [i for i in items if i.id not in done]
+    todo = [
+        i
+        for i in items
+        if i.id not in done or (circular and i.variant is not Variant.OPEN and i.id not in rotated)
+    ]
     summary.skipped = len(items) - len(todo)
     await asyncio.gather(*(one(i) for i in todo))
     return summary
@@ -199,6 +220,55 @@ async def _answer(
             summary.failures.append(f"{item.id}: {exc.reason}")
         return
     summary.answered += 1
+
+
+def rotations(shown: Presentation) -> list[Presentation]:
+    """Every other rotation of a presentation's order; "None of the above" stays last.
+
+    Rotation ``k`` shows the option of letter ``k`` first, so over all rotations every option
+    is shown under every letter once.
+    """
+    movable = len(shown.order) - (1 if shown.has_fixed_last else 0)
+    head, tail = shown.order[:movable], shown.order[movable:]
+    return [shown._replace(order=head[k:] + head[:k] + tail) for k in range(1, movable)]
+
+
+async def _rotations(
+    item: ToMItem,
+    model: Model,
+    store: ToMStore,
+    run: RunInfo,
+    reasoning: dict[str, str] | None,
+    summary: EvalSummary,
+) -> None:
+    hint = reasoning.get(item.id) if reasoning is not None else None
+    if reasoning is not None and hint is None:
+        return  # counted as missing reasoning by the plain answer
+    rows: list[AnswerRow] = []
+    try:
+        for shown in rotations(permutation(item, run.seed)):
+            scores = await model.score_choices(
+                mc_messages(item, shown, reasoning=hint), shown.letters, tag="tom-eval"
+            )
+            rows.append(
+                score_answer(
+                    run.run_id,
+                    item,
+                    shown,
+                    scores.choice,
+                    path=scores.path.value,
+                    raw=scores.raw,
+                    probs=scores.probs,
+                    call_id=scores.call_id,
+                )
+            )
+    except ModelCallError as exc:
+        summary.failed += 1  # no rotation stored: the item is asked again on resume
+        if len(summary.failures) < 5:
+            summary.failures.append(f"{item.id} (rotation): {exc.reason}")
+        return
+    store.put_rotations(rows)
+    summary.rotated += 1
 
 
 # -- reasoning injection -------------------------------------------------------

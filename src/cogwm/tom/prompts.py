@@ -33,6 +33,7 @@ class Presentation(NamedTuple):
 
     order: list[int]
     letters: list[str]
+    has_fixed_last: bool = False  # the last option ("None of the above") is never moved
 
     def gold_letter(self, item: ToMItem) -> str:
         """The letter under which the gold is shown."""
@@ -49,7 +50,11 @@ def permutation(item: ToMItem, seed: int) -> Presentation:
     random.Random(f"{seed}:{item.id}").shuffle(movable)
     if item.has_none_of_the_above:
         movable.append(item.n_options - 1)
-    return Presentation(order=movable, letters=list(string.ascii_uppercase[: item.n_options]))
+    return Presentation(
+        order=movable,
+        letters=list(string.ascii_uppercase[: item.n_options]),
+        has_fixed_last=item.has_none_of_the_above,
+    )
 
 
 def _indent_option(text: str) -> str:

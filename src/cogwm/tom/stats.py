@@ -20,6 +20,14 @@ never 0.
 - Table 8: reasoning injection: per student x teacher x domain, the student's CR without and with
   the masked reasoning on the same items, McNemar's test on the pairs.
 - Degradation: CR per model x domain x restored history turns.
+- Circular evaluation: on items asked in every rotation of their options, the plain CR (the
+  seeded order) beside the circular CR (every rotation right); position bias: the letter a model
+  chooses most often over every asked order, with how often the gold was there.
+- People: answers imported from answer sheets (:mod:`cogwm.tom.people`) are a model named
+  ``human:lay`` / ``human:expert`` in every table (each respondent's answer to an item is one
+  answer). ``people_agreement`` gives Gwet's AC1 among the respondents of a group per
+  task x domain (``respondent = "all"``) and, per respondent, AC1 between that respondent and the
+  most common answer of the others (items where the others have one most common answer).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import combinations
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -36,6 +44,7 @@ from pydantic import BaseModel, ConfigDict
 from cogwm.stats import (
     CorrelationResult,
     chi_square,
+    gwet_ac1,
     mann_whitney,
     mcnemar,
     pearson,
@@ -50,6 +59,7 @@ CONFIDENCE = 0.95
 #: Pearson and Spearman need at least this many paired cells.
 MIN_CORRELATION_UNITS = 3
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 class _Row(BaseModel):
@@ -155,6 +165,54 @@ class OpenRow(_Row):
     specificity: float | None
 
 
+class PeopleAgreementRow(_Row):
+    """Agreement of people on the chosen option (Gwet's AC1; categories = option positions)."""
+
+    model: str
+    respondent: str
+    task: str
+    domain: str
+    items: int
+    respondents: int
+    rate: float | None
+    ac1: float | None
+    note: str = ""
+
+
+class CircularRow(_Row):
+    """Plain vs circular CR of one model x condition x domain x task (circular runs only)."""
+
+    model: str
+    condition: str
+    domain: str
+    task: str
+    n: int
+    plain: float | None
+    circular: float | None
+    delta: float | None
+
+
+class PositionBiasRow(_Row):
+    """Which letter a model chooses, over every asked order (plain and rotations)."""
+
+    model: str
+    condition: str
+    answers: int
+    top_letter: str | None
+    top_share: float | None
+    gold_share: float | None  # how often the gold was under that letter
+    letters: str  # "A:12 B:80 ..."
+
+
+class ChoiceRecord(NamedTuple):
+    """One asked order of an item: what the statistics of position bias need."""
+
+    model: str
+    condition: str
+    choice: str | None
+    gold_letter: str
+
+
 class StatsReport(_Row):
     """Everything ``cogwm tom stats`` reports."""
 
@@ -169,6 +227,9 @@ class StatsReport(_Row):
     table8_injection: list[InjectionRow]
     degradation: list[RateRow]
     open_ended: list[OpenRow]
+    people_agreement: list[PeopleAgreementRow] = []
+    circular: list[CircularRow] = []
+    position_bias: list[PositionBiasRow] = []
     all_cells: list[RateRow]
 
 
@@ -222,11 +283,9 @@ def correctness_rates(groups: Sequence[Sequence[ScoredAnswer]]) -> list[Rate]:
     return rates
 
 
-def group_by(
-    answers: Iterable[ScoredAnswer], key: Callable[[ScoredAnswer], K]
-) -> dict[K, list[ScoredAnswer]]:
-    """Answers grouped by ``key``, groups in sorted key order."""
-    groups: dict[K, list[ScoredAnswer]] = defaultdict(list)
+def group_by(answers: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    """Answers (or any records) grouped by ``key``, groups in sorted key order."""
+    groups: dict[K, list[T]] = defaultdict(list)
     for answer in answers:
         groups[key(answer)].append(answer)
     return dict(sorted(groups.items(), key=lambda kv: tuple(str(x) for x in _as_tuple(kv[0]))))
@@ -494,14 +553,147 @@ def open_summary(scores: Sequence[tuple[str, str, str, OpenScoreRow]]) -> list[O
     ]
 
 
+# -- people --------------------------------------------------------------------
+
+
+def _is_people(model: str) -> bool:
+    return model.startswith("human:")
+
+
+def people_agreement(answers: Sequence[ScoredAnswer]) -> list[PeopleAgreementRow]:
+    """Gwet's AC1 among the respondents of each group of people (see the module docstring)."""
+    people = [a for a in _plain(answers) if _is_people(a.model) and a.chosen_index is not None]
+    rows: list[PeopleAgreementRow] = []
+    for model, group in group_by(people, attrgetter("model")).items():
+        for (task, domain), cell in group_by(group, lambda a: (a.task, a.domain)).items():
+            rows.append(_group_ac1(model, task, domain, cell))
+        for respondent, own in group_by(group, lambda a: a.respondent or "").items():
+            rows.append(_respondent_ac1(model, respondent, own, group))
+    return rows
+
+
+def _categories(answers: Iterable[ScoredAnswer]) -> list[Hashable]:
+    return list(range(max(a.n_options for a in answers)))
+
+
+def _group_ac1(
+    model: str, task: str, domain: str, cell: Sequence[ScoredAnswer]
+) -> PeopleAgreementRow:
+    respondents = sorted({a.respondent or "" for a in cell})
+    by_item: dict[str, dict[str, int | None]] = defaultdict(dict)
+    for a in cell:
+        by_item[a.item_id][a.respondent or ""] = a.chosen_index
+    table = [[choices.get(r) for r in respondents] for choices in by_item.values()]
+    return _ac1_row(model, "all", task, domain, table, cell, len(respondents))
+
+
+def _respondent_ac1(
+    model: str, respondent: str, own: Sequence[ScoredAnswer], group: Sequence[ScoredAnswer]
+) -> PeopleAgreementRow:
+    others: dict[str, list[int]] = defaultdict(list)
+    for a in group:
+        if (a.respondent or "") != respondent and a.chosen_index is not None:
+            others[a.item_id].append(a.chosen_index)
+    table: list[list[int | None]] = []
+    for a in own:
+        counts = sorted(
+            ((c, v) for v, c in _counts(others.get(a.item_id, [])).items()), reverse=True
+        )
+        if counts and (len(counts) == 1 or counts[0][0] > counts[1][0]):
+            table.append([a.chosen_index, counts[0][1]])  # a unique most common answer
+    n_respondents = len({a.respondent for a in group})
+    return _ac1_row(model, respondent, "all", "all", table, own, n_respondents)
+
+
+def _counts(values: Iterable[int]) -> dict[int, int]:
+    counts: dict[int, int] = defaultdict(int)
+    for v in values:
+        counts[v] += 1
+    return counts
+
+
+def _ac1_row(
+    model: str,
+    respondent: str,
+    task: str,
+    domain: str,
+    table: list[list[int | None]],
+    answers: Sequence[ScoredAnswer],
+    n_respondents: int,
+) -> PeopleAgreementRow:
+    ac1: float | None = None
+    note = ""
+    try:
+        ac1 = gwet_ac1(table, categories=_categories(answers)).coefficient
+    except StatsInputError as exc:
+        note = str(exc)
+    return PeopleAgreementRow(
+        model=model,
+        respondent=respondent,
+        task=task,
+        domain=domain,
+        items=len(table),
+        respondents=n_respondents,
+        rate=_share(answers) if answers else None,
+        ac1=ac1,
+        note=note,
+    )
+
+
+# -- circular evaluation and position bias ---------------------------------------
+
+
+def circular_rates(answers: Sequence[ScoredAnswer]) -> list[CircularRow]:
+    """Plain and circular CR on the items asked in every rotation."""
+    asked = [a for a in answers if a.circular is not None]
+    rows = []
+    keys = lambda a: (a.model, a.condition, a.domain, a.task)  # noqa: E731
+    for (model, condition, domain, task), group in group_by(asked, keys).items():
+        plain = _share(group)
+        circular = sum(bool(a.circular) for a in group) / len(group)
+        rows.append(
+            CircularRow(model=model, condition=condition, domain=domain, task=task, n=len(group),
+                        plain=plain, circular=circular, delta=circular - plain)
+        )  # fmt: skip
+    return rows
+
+
+def position_bias(choices: Sequence[ChoiceRecord]) -> list[PositionBiasRow]:
+    """Per model x condition: the most chosen letter, its share, and the gold's share there."""
+    rows = []
+    for (model, condition), group in group_by(choices, lambda c: (c.model, c.condition)).items():
+        letters = _counts_of(c.choice for c in group if c.choice is not None)
+        top = max(letters, key=lambda x: (letters[x], x)) if letters else None
+        rows.append(
+            PositionBiasRow(
+                model=model,
+                condition=condition,
+                answers=len(group),
+                top_letter=top,
+                top_share=letters[top] / len(group) if top else None,
+                gold_share=sum(c.gold_letter == top for c in group) / len(group) if top else None,
+                letters=" ".join(f"{x}:{n}" for x, n in sorted(letters.items())),
+            )
+        )
+    return rows
+
+
+def _counts_of(values: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for v in values:
+        counts[v] += 1
+    return dict(counts)
+
+
 # -- everything ----------------------------------------------------------------
 
 
 def compute_stats(
     answers: Sequence[ScoredAnswer],
     open_scores: Sequence[tuple[str, str, str, OpenScoreRow]] = (),
+    choices: Sequence[ChoiceRecord] = (),
 ) -> StatsReport:
-    """Every table of ``cogwm tom stats``."""
+    """Every table of ``cogwm tom stats`` (``choices``: every asked order, for position bias)."""
     plain = _plain(answers)
     hard = _of(plain, Variant.HARD)
     return StatsReport(
@@ -518,6 +710,9 @@ def compute_stats(
         table8_injection=injection_probe(answers),
         degradation=rate_rows(_of(plain, Variant.DEGRADED), ("model", "domain", "history_turns")),
         open_ended=open_summary(open_scores),
+        people_agreement=people_agreement(answers),
+        circular=circular_rates(answers),
+        position_bias=position_bias(choices),
         all_cells=rate_rows(
             answers, ("model", "condition", "domain", "task", "attribute", "variant", "source")
         ),

@@ -3,6 +3,12 @@
 One file holds any number of runs. A *run* is one (model, condition, seed, prompt version)
 evaluation; its id is a hash of those, so ``--resume`` finds it again. Every answer keeps the
 raw model output, the scoring path and the option permutation it was asked with.
+
+The run's ``config_json`` also records what the statistics keep apart without a column of its
+own: ``history`` (``window`` or ``full``, what retrospective items showed), ``circular`` and, for
+people's answers (``human:lay``, ``human:expert``), the ``respondent``: one run per respondent.
+A circular run stores the other rotations of the options of each item in ``tom_rotations``
+(rotation 0 is the answer in ``tom_answers``).
 """
 
 from __future__ import annotations
@@ -94,6 +100,24 @@ CREATE TABLE IF NOT EXISTS tom_reasoning (
     created_at REAL NOT NULL,
     PRIMARY KEY (teacher, item_id, seed)
 );
+CREATE TABLE IF NOT EXISTS tom_rotations (
+    run_id TEXT NOT NULL REFERENCES tom_runs(run_id),
+    item_id TEXT NOT NULL REFERENCES tom_items(item_id),
+    rotation INTEGER NOT NULL,
+    permutation TEXT NOT NULL,
+    letters TEXT NOT NULL,
+    gold_letter TEXT NOT NULL,
+    choice TEXT,
+    chosen_index INTEGER,
+    correct INTEGER NOT NULL,
+    parsed INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    probs TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, item_id, rotation)
+);
 CREATE INDEX IF NOT EXISTS tom_answers_item ON tom_answers(item_id);
 """
 
@@ -144,6 +168,19 @@ class ScoredAnswer(NamedTuple):
     source: str
     correct: bool
     parsed: bool
+    seed: int = 0
+    respondent: str | None = None
+    history: str = "window"
+    circular: bool | None = None  # every rotation correct; None when not asked circularly
+    chosen_index: int | None = None  # the stored index of the option chosen (None: unparsed)
+
+
+class RunConfig(NamedTuple):
+    """What a run's ``config_json`` records beside the run's columns (see the module doc)."""
+
+    history: str = "window"
+    respondent: str | None = None
+    circular: bool = False
 
 
 class OpenScoreRow(NamedTuple):
@@ -246,6 +283,11 @@ class ToMStore:
         row = self.conn.execute("SELECT json FROM tom_items WHERE item_id=?", (item_id,)).fetchone()
         return ToMItem.model_validate_json(row[0]) if row else None
 
+    def items(self) -> dict[str, ToMItem]:
+        """Every stored item, by id."""
+        rows = self.conn.execute("SELECT item_id, json FROM tom_items ORDER BY rowid")
+        return {r[0]: ToMItem.model_validate_json(r[1]) for r in rows}
+
     # -- runs ----------------------------------------------------------------------------
 
     def ensure_run(self, run: RunInfo, config: dict[str, Any]) -> bool:
@@ -300,25 +342,7 @@ class ToMStore:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO tom_answers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        a.run_id,
-                        a.item_id,
-                        json.dumps(a.permutation),
-                        json.dumps(a.letters),
-                        a.gold_letter,
-                        a.choice,
-                        a.chosen_index,
-                        int(a.correct),
-                        int(a.parsed),
-                        a.path,
-                        a.raw,
-                        json.dumps(a.probs),
-                        a.call_id,
-                        now,
-                    )
-                    for a in answers
-                ],
+                [(*_answer_values(a), now) for a in answers],
             )
 
     def answers(self, run_id: str | None = None) -> list[AnswerRow]:
@@ -331,37 +355,146 @@ class ToMStore:
         if run_id is not None:
             query += " WHERE run_id=?"
             params = (run_id,)
-        return [
-            AnswerRow(
-                run_id=r[0],
-                item_id=r[1],
-                permutation=json.loads(r[2]),
-                letters=json.loads(r[3]),
-                gold_letter=r[4],
-                choice=r[5],
-                chosen_index=r[6],
-                correct=bool(r[7]),
-                parsed=bool(r[8]),
-                path=r[9],
-                raw=r[10],
-                probs=json.loads(r[11]),
-                call_id=r[12],
+        return [_answer_row(r) for r in self.conn.execute(query + " ORDER BY rowid", params)]
+
+    def run_configs(self) -> dict[str, RunConfig]:
+        """The :class:`RunConfig` of every run, by run id."""
+        configs = {}
+        for run_id, raw in self.conn.execute("SELECT run_id, config_json FROM tom_runs"):
+            data = json.loads(raw)
+            configs[run_id] = RunConfig(
+                history=data.get("history") or "window",
+                respondent=data.get("respondent"),
+                circular=bool(data.get("circular")),
             )
-            for r in self.conn.execute(query + " ORDER BY rowid", params)
-        ]
+        return configs
 
     def scored_answers(self) -> list[ScoredAnswer]:
         """Every multiple-choice answer joined with its run and item (the input of the stats)."""
         rows = self.conn.execute(
             "SELECT a.run_id, r.model, r.condition, a.item_id, i.parent_id, i.task, i.variant, "
-            "i.domain, i.attribute, i.n_options, i.history_turns, i.source, a.correct, a.parsed "
-            "FROM tom_answers a JOIN tom_runs r ON r.run_id = a.run_id "
+            "i.domain, i.attribute, i.n_options, i.history_turns, i.source, a.correct, a.parsed, "
+            "r.seed, a.chosen_index FROM tom_answers a JOIN tom_runs r ON r.run_id = a.run_id "
             "JOIN tom_items i ON i.item_id = a.item_id"
         ).fetchall()
-        return [
-            ScoredAnswer(*r[:12], correct=bool(r[12]), parsed=bool(r[13]))  # type: ignore[misc]
-            for r in rows
-        ]
+        configs = self.run_configs()
+        rotations = self._rotation_outcomes()
+        answers = []
+        for r in rows:
+            config = configs.get(r[0], RunConfig())
+            circular = None
+            if config.circular:
+                others = rotations.get((r[0], r[3]))
+                circular = None if others is None else bool(r[12]) and others
+            answers.append(
+                ScoredAnswer(
+                    *r[:12],  # type: ignore[misc]
+                    correct=bool(r[12]),
+                    parsed=bool(r[13]),
+                    seed=int(r[14]),
+                    respondent=config.respondent,
+                    history=config.history,
+                    circular=circular,
+                    chosen_index=r[15],
+                )
+            )
+        return answers
+
+    def _rotation_outcomes(self) -> dict[tuple[str, str], bool]:
+        """(run id, item id) -> whether every stored rotation of the item was answered right."""
+        rows = self.conn.execute(
+            "SELECT run_id, item_id, MIN(correct) FROM tom_rotations GROUP BY run_id, item_id"
+        )
+        return {(r[0], r[1]): bool(r[2]) for r in rows}
+
+    def choice_records(self) -> list[tuple[str, str, str | None, str]]:
+        """(model, condition, chosen letter, gold letter) of every asked order, rotations too."""
+        query = (
+            "SELECT r.model, r.condition, a.choice, a.gold_letter FROM {} a "
+            "JOIN tom_runs r ON r.run_id = a.run_id"
+        )
+        rows = self.conn.execute(query.format("tom_answers")).fetchall()
+        rows += self.conn.execute(query.format("tom_rotations")).fetchall()
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    # -- circular evaluation -------------------------------------------------------------
+
+    def put_rotations(self, answers: Sequence[AnswerRow]) -> None:
+        """Store the answers to rotations 1, 2, ... of one item's options, all at once.
+
+        An item's rotations are stored together or not at all, so an item in
+        :meth:`rotated_ids` has every rotation.
+        """
+        now = time.time()
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO tom_rotations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (a.run_id, a.item_id, k, *_answer_values(a)[2:], now)
+                    for k, a in enumerate(answers, start=1)
+                ],
+            )
+
+    def mark_circular(self, run_id: str) -> None:
+        """Record in a run's config that it is asked circularly (its rotations are stored)."""
+        row = self.conn.execute(
+            "SELECT config_json FROM tom_runs WHERE run_id=?", (run_id,)
+        ).fetchone()
+        config = json.loads(row[0])
+        if not config.get("circular"):
+            config["circular"] = True
+            with self.transaction() as conn:
+                conn.execute(
+                    "UPDATE tom_runs SET config_json=? WHERE run_id=?",
+                    (json.dumps(config, sort_keys=True), run_id),
+                )
+
+    def rotations(self, run_id: str | None = None) -> list[tuple[int, AnswerRow]]:
+        """Stored (rotation, answer) pairs of the other rotations, of one run or of all."""
+        query = (
+            "SELECT rotation, run_id, item_id, permutation, letters, gold_letter, choice, "
+            "chosen_index, correct, parsed, path, raw, probs, call_id FROM tom_rotations"
+        )
+        params: tuple[str, ...] = ()
+        if run_id is not None:
+            query += " WHERE run_id=?"
+            params = (run_id,)
+        rows = self.conn.execute(query + " ORDER BY rowid", params).fetchall()
+        return [(int(r[0]), _answer_row(r[1:])) for r in rows]
+
+    def rotated_ids(self, run_id: str) -> set[str]:
+        """Ids of the items of a run that have their other rotations stored."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT item_id FROM tom_rotations WHERE run_id=?", (run_id,)
+        )
+        return {r[0] for r in rows}
+
+    # -- people's answers ----------------------------------------------------------------
+
+    def put_people(
+        self, runs: Sequence[tuple[RunInfo, dict[str, Any]]], answers: Sequence[AnswerRow]
+    ) -> None:
+        """Store imported runs and answers of people in one transaction (all or nothing).
+
+        Raises:
+            InputError: A run already has answers (a sheet imported twice).
+        """
+        for run, config in runs:
+            if self.answered_ids(run.run_id):
+                raise InputError(
+                    f"{run.model} respondent {config.get('respondent')!r} (seed {run.seed}) "
+                    f"already has answers in {self.path}; nothing imported"
+                )
+        now = time.time()
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO tom_runs VALUES (?,?,?,?,?,?,?,?)",
+                [(*run, json.dumps(config, sort_keys=True), now) for run, config in runs],
+            )
+            conn.executemany(
+                "INSERT INTO tom_answers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(*_answer_values(a), now) for a in answers],
+            )
 
     # -- open-ended ----------------------------------------------------------------------
 
@@ -417,6 +550,43 @@ class ToMStore:
             "SELECT item_id, masked FROM tom_reasoning WHERE teacher=? AND seed=?", (teacher, seed)
         ).fetchall()
         return {r[0]: r[1] for r in rows}
+
+
+def _answer_values(a: AnswerRow) -> tuple[Any, ...]:
+    """An answer as the columns of ``tom_answers`` (without ``created_at``)."""
+    return (
+        a.run_id,
+        a.item_id,
+        json.dumps(a.permutation),
+        json.dumps(a.letters),
+        a.gold_letter,
+        a.choice,
+        a.chosen_index,
+        int(a.correct),
+        int(a.parsed),
+        a.path,
+        a.raw,
+        json.dumps(a.probs),
+        a.call_id,
+    )
+
+
+def _answer_row(r: Sequence[Any]) -> AnswerRow:
+    return AnswerRow(
+        run_id=r[0],
+        item_id=r[1],
+        permutation=json.loads(r[2]),
+        letters=json.loads(r[3]),
+        gold_letter=r[4],
+        choice=r[5],
+        chosen_index=r[6],
+        correct=bool(r[7]),
+        parsed=bool(r[8]),
+        path=r[9],
+        raw=r[10],
+        probs=json.loads(r[11]),
+        call_id=r[12],
+    )
 
 
 def _item_row(item: ToMItem) -> tuple[Any, ...]:

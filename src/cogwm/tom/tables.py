@@ -29,6 +29,9 @@ TITLES: dict[str, str] = {
     "table8_injection": "Table 8 — Reasoning injection (McNemar)",
     "degradation": "Context degradation — CR by restored history turns",
     "open_ended": "Open-ended inferences — BLEU, ROUGE-L, embedding, judge (1–3)",
+    "people_agreement": "People — agreement on the chosen option (Gwet's AC1)",
+    "circular": "Circular evaluation — plain CR vs CR with every rotation right",
+    "position_bias": "Position bias — most chosen letter over every asked order",
 }
 
 
@@ -130,6 +133,9 @@ _PCT = {
     "table3_gap": {"retrospective", "prospective"},
     "table6_easy_hard": {"hard", "easy", "delta"},
     "table8_injection": {"baseline", "injected", "delta"},
+    "people_agreement": {"rate"},
+    "circular": {"plain", "circular", "delta"},
+    "position_bias": {"top_share", "gold_share"},
 }
 
 _RATE_KEYS = {
@@ -138,6 +144,11 @@ _RATE_KEYS = {
     "table7_counterfactual": ("model", "domain"),
     "degradation": ("model", "domain", "history_turns"),
 }
+
+
+def generic_table(rows: Sequence[BaseModel], title: str, name: str) -> Table:
+    """A table of any row model of the report named ``name`` (notes dropped)."""
+    return _generic_table(rows, title, _PCT.get(name, set()))[0]
 
 
 def render_report(report: StatsReport, console: Console) -> None:
