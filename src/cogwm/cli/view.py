@@ -1,0 +1,34 @@
+"""``cogwm view``: write a run (or a DialToM store) as one self-contained HTML file."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cogwm.cli.common import err_console
+
+
+def view(
+    db: Annotated[Path | None, typer.Option("--db", help="Arena run store (SQLite).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write.")] = Path("report.html"),
+    empty: Annotated[
+        str, typer.Option(help="Empty B/D/I: 'zero' (paper) or 'carry' (last known value).")
+    ] = "zero",
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """One HTML file that opens offline: leaderboard, tables, figures and every transcript."""
+    from cogwm.errors import InputError
+
+    if db is None:
+        raise InputError("give --db (an arena run store)")
+    if empty not in ("zero", "carry"):
+        raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
+    start = time.perf_counter()
+    from cogwm.web.page import write_report
+
+    size = write_report(db, out, empty=empty, n_resamples=resamples, seed=seed)
+    err_console.print(f"wrote {out} ({size / 1e6:.2f} MB) in {time.perf_counter() - start:.1f}s")

@@ -1,0 +1,163 @@
+"""The report's trajectory figures as SVG: mean trajectories with ±1 SEM bands per task and
+dimension, and the paper's task x dimension grid (emotion rescaled to the score range, Δ printed
+on each panel), over all turns and over non-zero turns only (paper Figures 5, 7-9).
+
+The curves are the ones ``cogwm arena report --plots`` draws (``cogwm.report.plots``): each
+conversation's series on a 0-100 % progress grid, mean and SEM across conversations per arm.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from cogwm import tasks
+from cogwm.metrics.trajectory import EmptyPolicy
+from cogwm.report.data import ConversationData, RunData
+from cogwm.report.plots import DIMENSIONS, GRID, dimension_series, mean_sem, on_grid
+from cogwm.schema.lexicon import valence_table
+from cogwm.web.svg import Series, line_chart
+
+#: The grid's dimensions (paper order) and their panel titles.
+GRID_DIMENSIONS: dict[str, str] = {
+    "emotion": "Emotion (rescaled)",
+    "belief": "Belief",
+    "desire": "Desire",
+    "intention": "Intention",
+}
+#: Emotion is valence x intensity; intensity is at most 3.
+MAX_INTENSITY = 3
+
+
+class Curve(NamedTuple):
+    """One arm's mean curve with its SEM and how many conversations it covers."""
+
+    arm: str
+    mean: list[float | None]
+    sem: list[float | None]
+    n: int
+
+    @property
+    def delta(self) -> float | None:
+        """Last minus first known point of the mean curve."""
+        known = [v for v in self.mean if v is not None]
+        return known[-1] - known[0] if len(known) >= 2 else None
+
+
+def _clean(values: np.ndarray) -> list[float | None]:
+    return [None if not math.isfinite(v) else round(float(v), 4) for v in values]
+
+
+def _nonzero(values: list[float | None]) -> list[float | None]:
+    """Keep only turns where the dimension is known and non-zero."""
+    return [v if v is not None and v != 0 else None for v in values]
+
+
+def curves(
+    convs: list[ConversationData],
+    dimension: str,
+    empty: EmptyPolicy,
+    *,
+    nonzero_only: bool = False,
+    rescale: tuple[float, float, float, float] | None = None,
+) -> list[Curve]:
+    """Per-arm mean curves of ``dimension`` on ``GRID``.
+
+    Args:
+        convs: The conversations (one task).
+        dimension: ``comp``, ``emotion``, ``belief``, ``desire`` or ``intention``.
+        empty: The report's empty B/D/I policy.
+        nonzero_only: Drop turns where the value is unknown or zero before interpolating.
+        rescale: ``(from_low, from_high, to_low, to_high)`` applied to every value.
+    """
+    found = []
+    for arm in sorted({c.arm for c in convs}):
+        rows = []
+        for c in convs:
+            if c.arm != arm:
+                continue
+            values = dimension_series(c, dimension, empty)
+            if nonzero_only:
+                values = _nonzero(values)
+            if rescale is not None:
+                values = [None if v is None else _map(v, rescale) for v in values]
+            grid = on_grid(values)
+            if grid is not None:
+                rows.append(grid)
+        if rows:
+            with warnings.catch_warnings():
+                # Grid points no conversation reaches are NaN (unknown), which numpy warns about.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean, sem = mean_sem(rows)
+            found.append(Curve(arm, _clean(mean), _clean(sem), len(rows)))
+    return found
+
+
+def _map(value: float, scale: tuple[float, float, float, float]) -> float:
+    a, b, c, d = scale
+    return c + (value - a) / (b - a) * (d - c)
+
+
+def emotion_scale(task: str) -> tuple[float, float, float, float]:
+    """Map emotion (valence x intensity) linearly onto the task's B/D/I score range."""
+    top = max(abs(v) for v in valence_table().values()) * MAX_INTENSITY
+    low, high = tasks.get(task).score_range
+    return (-top, top, low, high)
+
+
+def _series(found: list[Curve]) -> list[Series]:
+    x = [float(v) for v in GRID]
+    return [Series(f"{c.arm} (n={c.n})", x, c.mean, c.sem) for c in found]
+
+
+def _delta_note(found: list[Curve]) -> str:
+    parts = []
+    for c in found:
+        d = c.delta
+        parts.append(f"{c.arm.split('/')[0]} Δ{'–' if d is None else f'{d:+.2f}'}")
+    return " · ".join(parts)
+
+
+def task_names(data: RunData) -> list[str]:
+    """Tasks with finished conversations, sorted."""
+    return sorted({c.task for c in data.conversations})
+
+
+def trajectory_svgs(data: RunData) -> dict[str, list[str]]:
+    """Per task: one chart per dimension (composite first), mean ±1 SEM per arm."""
+    charts: dict[str, list[str]] = {}
+    for task in task_names(data):
+        convs = [c for c in data.conversations if c.task == task]
+        charts[task] = [
+            line_chart(_series(curves(convs, dim, data.empty)), title=f"{task}: {title}")
+            for dim, title in DIMENSIONS.items()
+        ]
+    return charts
+
+
+def paper_grid(data: RunData, *, nonzero_only: bool = False) -> list[list[str]]:
+    """Rows of panels (task x dimension) with Δ printed, emotion on the score range."""
+    rows = []
+    for task in task_names(data):
+        convs = [c for c in data.conversations if c.task == task]
+        low, high = tasks.get(task).score_range
+        panels = []
+        for dim, title in GRID_DIMENSIONS.items():
+            scale = emotion_scale(task) if dim == "emotion" else None
+            found = curves(convs, dim, data.empty, nonzero_only=nonzero_only, rescale=scale)
+            panels.append(
+                line_chart(
+                    _series(found),
+                    title=f"{task}: {title}",
+                    y_range=(low, high),
+                    note=_delta_note(found),
+                    width=300,
+                    height=210,
+                    legend=dim == "emotion",
+                )
+            )
+        rows.append(panels)
+    return rows

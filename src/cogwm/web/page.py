@@ -1,0 +1,142 @@
+"""The self-contained HTML report of an arena run.
+
+One file: the tables are rendered on the server from the report layer, the charts are inline
+SVG, and the conversations are inlined as gzip-compressed, base64-encoded JSON that the page's
+own script decodes (``DecompressionStream``) and draws on demand (50 per page, one transcript at
+a time), so the file stays small and opens fast for thousands of conversations. Nothing is
+fetched from anywhere: a Content-Security-Policy forbids it.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from cogwm.metrics.aggregate import MeanEstimate
+from cogwm.report import build_report, load_run, warnings
+from cogwm.report.render import cell
+from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow
+from cogwm.store import RunStore
+from cogwm.web import figures, payload
+from cogwm.web.svg import heatmap
+
+#: Columns shown with a sign (deltas and scores that can be negative).
+SIGNED = frozenset({"cts", "auc", "delta", "e_delta", "b_delta", "d_delta", "i_delta"})
+
+
+@cache
+def asset(name: str) -> str:
+    """A file shipped in ``cogwm/web/assets`` (stylesheet, script, template)."""
+    return (resources.files("cogwm.web") / "assets" / name).read_text(encoding="utf-8")
+
+
+def environment() -> Any:
+    """The Jinja environment of the web pages (autoescaping on)."""
+    import jinja2
+
+    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+def pack(obj: Any) -> str:
+    """JSON, gzip-compressed and base64-encoded (what the page's script decodes)."""
+    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return base64.b64encode(gzip.compress(raw.encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def unpack(blob: str) -> Any:
+    """The inverse of :func:`pack`."""
+    return json.loads(gzip.decompress(base64.b64decode(blob)).decode("utf-8"))
+
+
+def est(estimate: MeanEstimate | None, metric: str, signed: bool = True, digits: int = 3) -> Markup:
+    """A table cell: the mean over its CI, with the exact mean as ``data-mean`` for tools."""
+    text = cell(estimate, signed=signed, digits=digits)
+    mean, _, ci = text.partition("\n")
+    attrs = f' data-metric="{escape(metric)}"'
+    if estimate is not None:
+        attrs += f' data-mean="{estimate.mean!r}"'
+    small = Markup("<small>{}</small>").format(ci) if ci else ""
+    return Markup("<td{}>{}{}</td>").format(Markup(attrs), mean, small)
+
+
+def num(value: float | None) -> str:
+    """A plain number with three digits, ``–`` when undefined."""
+    return "–" if value is None else f"{value:.3f}"
+
+
+def separated(estimate: MeanEstimate) -> str:
+    """Whether a difference's CI excludes zero."""
+    if estimate.ci_low is None or estimate.ci_high is None:
+        return "undefined"
+    return "yes" if estimate.ci_low > 0 or estimate.ci_high < 0 else "no"
+
+
+def ranked(arms: list[ArmRow]) -> list[ArmRow]:
+    """Arms by mean CTS, best first (undefined last)."""
+    return sorted(arms, key=lambda r: -(c.mean if (c := r.cells.get("cts")) else float("inf")))
+
+
+def report_html(
+    store: RunStore,
+    *,
+    empty: str = "zero",
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> str:
+    """The whole report of the run in ``store`` as one HTML document."""
+    from cogwm import __version__
+
+    data = load_run(store, empty=empty)
+    report: ArenaReport = build_report(data, n_resamples=n_resamples, seed=seed)
+    conversations = payload.conversation_records(store, data)
+    correlations = report.correlations
+    template = environment().from_string(asset("report.html.j2"))
+    return str(
+        template.render(
+            version=__version__,
+            report=report,
+            meta=payload.run_meta(data),
+            notes=warnings(report),
+            n_resamples=n_resamples,
+            columns=TABLE6_COLUMNS,
+            task_columns=TASK_COLUMNS,
+            signed=SIGNED,
+            arms=ranked(report.arms),
+            go_tasks=sorted({t for row in report.arms for t in row.go_by_task}),
+            failures=payload.failure_counts(store, data.run.id),
+            est=est,
+            num=num,
+            separated=separated,
+            trajectories=figures.trajectory_svgs(data),
+            grid=figures.paper_grid(data),
+            grid_nonzero=figures.paper_grid(data, nonzero_only=True),
+            heatmap=None
+            if correlations is None
+            else heatmap(
+                correlations.names,
+                correlations.r,
+                title=f"Pearson r (n = {correlations.n})",
+            ),
+            encoding="gzip+base64",
+            blob=pack({"conversations": conversations}),
+            css=asset("report.css"),
+            js=asset("report.js"),
+        )
+    )
+
+
+def write_report(db: Path, out: Path, **options: Any) -> int:
+    """Write the report of the run store ``db`` to ``out``; returns the bytes written."""
+    with RunStore(db, create=False) as store:
+        html = report_html(store, **options)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = html.encode("utf-8")
+    out.write_bytes(data)
+    return len(data)
