@@ -147,3 +147,19 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert result.returncode == 2 and "--source llm needs --model" in result.stderr
     result = _cli("stats", "--db", str(tmp_path / "missing.sqlite"))
     assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_eval_circular_reports_plain_and_circular_rates(tmp_path: Path) -> None:
+    from cogwm.tom.items import write_items
+    from helpers_tom import mc_item
+
+    items = tmp_path / "items.jsonl"
+    write_items(items, [mc_item(f"x:{k}#w0:retro:t") for k in range(6)])
+    db = str(tmp_path / "runs.sqlite")
+    out = _json("eval", str(items), "--model", "fake:schema", "--db", db, "--circular")
+    assert out["rotated"] == 6 and out["answered"] == 6
+    (row,) = out["circular"]
+    assert row["n"] == 6 and row["circular"] <= row["plain"]
+    assert out["position_bias"][0]["answers"] == 6 * 4
+    stats = _json("stats", "--db", db)
+    assert stats["circular"] == out["circular"]

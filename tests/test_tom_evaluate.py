@@ -192,3 +192,65 @@ def test_injection_shows_the_teachers_masked_reasoning(store: ToMStore) -> None:
 def test_mask_hides_answer_lines_short_quotes_and_letter_a(reasoning: str, expected: str) -> None:
     options = [f"The seeker is feeling {e}." for e in ("sad", "angry", "afraid", "ashamed")]
     assert mask_option_references(reasoning, ["A", "B", "C", "D"], options) == expected
+
+
+def _always(letter: str) -> BackendReply:
+    return BackendReply(text=letter, candidate_logprobs={x: (-0.1 if x == letter else -5.0)
+                                                         for x in "ABCDE"})  # fmt: skip
+
+
+def test_rotations_show_every_option_under_every_letter_and_keep_nota_last() -> None:
+    from cogwm.tom.evaluate import rotations
+
+    item = mc_item(
+        task=Task.PROSPECTIVE,
+        variant=Variant.COUNTERFACTUAL,
+        options=["a", "b", "c", "d", NONE_OF_THE_ABOVE],
+        gold=NONE_OF_THE_ABOVE,
+    )
+    shown = permutation(item, 2)
+    orders = [shown.order] + [r.order for r in rotations(shown)]
+    assert len(orders) == 4 and all(order[-1] == 4 for order in orders)
+    for position in range(4):  # each movable option once under each letter
+        assert sorted(order[position] for order in orders) == [0, 1, 2, 3]
+
+
+def test_circular_scoring_catches_a_position_biased_model(store: ToMStore) -> None:
+    from cogwm.tom.stats import ChoiceRecord, compute_stats
+
+    # items whose seeded order shows the gold under "A": a model that always says "A" scores
+    # 100 % on them in the plain order
+    items = [i for i in _items(40) if permutation(i, 0).gold_letter(i) == "A"][:5]
+    assert len(items) == 5
+    models.register_fake(FAKE, lambda _messages: _always("A"))
+    calls: list[CallRecord] = []
+    with models.recording(calls.append):
+        plain = asyncio.run(evaluate(items, models.load(f"fake:{FAKE}"), store))
+        circular = asyncio.run(
+            evaluate(items, models.load(f"fake:{FAKE}"), store, circular=True, resume=True)
+        )
+    assert plain.answered == 5 and (circular.answered, circular.rotated) == (0, 5)
+    assert len(calls) == 5 + 5 * 3  # the plain answers are not asked again
+    answers = store.scored_answers()
+    assert all(a.correct and a.circular is False for a in answers)
+    choices = [ChoiceRecord(f"fake:{FAKE}", "plain", c, g) for c, g in
+               [(a.choice, a.gold_letter) for a in store.answers()]
+               + [(a.choice, a.gold_letter) for _, a in store.rotations()]]  # fmt: skip
+    report = compute_stats(answers, choices=choices)
+    (row,) = report.circular
+    assert (row.n, row.plain, row.circular) == (5, 1.0, 0.0)
+    (bias,) = report.position_bias
+    assert (bias.answers, bias.top_letter, bias.top_share) == (20, "A", 1.0)
+    assert bias.gold_share == pytest.approx(0.25)  # the gold was under "A" in 5 of 20 orders
+
+
+def test_circular_scoring_keeps_a_model_that_knows_the_answer(store: ToMStore) -> None:
+    def answer(messages: list[Message]) -> BackendReply:
+        return _always(_letter_of(messages, "yes"))
+
+    models.register_fake(FAKE, answer)
+    items = _items(3)
+    summary = asyncio.run(evaluate(items, models.load(f"fake:{FAKE}"), store, circular=True))
+    assert summary.rotated == 3
+    assert all(a.circular is True for a in store.scored_answers())
+    assert len(store.rotations(summary.run_id)) == 3 * 3
