@@ -207,3 +207,36 @@ def test_profile_annotator_is_used_when_asked(tmp_path: Path, script: Script) ->
         with RunStore(tmp_path / name) as store:
             assert {c.profile_source for c in store.conversations()} == {source}
     assert script.calls["profile"] == 2
+
+
+def _with(raw: dict[str, Any], section: str, **changes: Any) -> dict[str, Any]:
+    """``raw`` with ``changes`` applied to the simulator (``section="simulator"``) or an agent."""
+    if section == "simulator":
+        raw["simulator"] = {**raw["simulator"], **changes}
+    else:
+        raw["agents"] = [{**a, **changes} if a["name"] == section else a for a in raw["agents"]]
+    return raw
+
+
+def test_forced_config_change_reruns_exactly_the_units_it_changes(
+    tmp_path: Path, script: Script
+) -> None:
+    # Catches: --force kept every finished unit (matched on task|scenario|agent|condition) and
+    # reused the stored preparations, so old conversations counted under the new config.
+    db = tmp_path / "runs.sqlite"
+    _run(db)
+    cold = _with(config(), "cold", temperature=0.1)  # 'cold' has 4 units (one condition)
+    summary = _run(db, cold, resume=True, force=True)
+    assert (summary.finished, summary.skipped) == (4, UNITS - 4)
+    assert summary.stale == 4
+    assert script.calls["opening"] == 4  # the preparations did not change: reused
+    hotter = _with(cold, "simulator", temperature=0.9)
+    summary = _run(db, hotter, resume=True, force=True)
+    assert (summary.finished, summary.skipped, summary.stale) == (UNITS, 0, UNITS)
+    assert script.calls["opening"] == 8  # every preparation was made again
+    summary = _run(db, hotter, resume=True)  # now everything is current
+    assert (summary.finished, summary.skipped) == (0, UNITS)
+    with RunStore(db) as store:
+        rows = store.conversations()
+        assert len(rows) == UNITS and all(r.digest and r.status == "finished" for r in rows)
+        assert len({r.digest for r in rows}) == UNITS

@@ -66,7 +66,9 @@ def test_schema_and_pragmas(tmp_path: Path) -> None:
     store.close()
 
 
-def test_restarting_a_conversation_deletes_its_partial_rows(tmp_path: Path) -> None:
+def test_restarting_a_conversation_deletes_its_partial_rows_and_keeps_its_calls(
+    tmp_path: Path,
+) -> None:
     store, run_id = _store(tmp_path / "r.sqlite")
     cid = store.start_conversation(run_id, UNIT)
     store.add_turn(cid, idx=0, round=1, role="agent", phase="cold_start", text="hi")
@@ -78,7 +80,12 @@ def test_restarting_a_conversation_deletes_its_partial_rows(tmp_path: Path) -> N
     row = store.conversations(run_id)[0]
     assert (row.status, row.termination, row.error, row.attempts) == ("running", None, None, 2)
     assert store.turns(cid) == []
-    assert store.call_totals(run_id).calls == 1  # the run-level call stays
+    # The first attempt's call record is kept (cost is never undercounted), tagged attempt 1.
+    assert store.call_totals(run_id).calls == 2
+    tagged = store.db.execute(
+        "SELECT call_id, conversation_attempt FROM model_calls WHERE conversation_id = ?", (cid,)
+    ).fetchall()
+    assert tagged == [("c1", 1)]
     assert len(store.conversations(run_id)) == 1
     store.close()
 

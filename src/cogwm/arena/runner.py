@@ -14,11 +14,13 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import Field
 
 from cogwm import tasks
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash
+from cogwm.arena.digests import Digests
 from cogwm.arena.judging import judge_good_outcome
 from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
 from cogwm.arena.participants import (
@@ -46,6 +48,10 @@ class RunSummary(Record):
 
     planned: int = Field(description="Units in this run (or shard).")
     skipped: int = Field(description="Units already finished in the store.")
+    stale: int = Field(
+        default=0,
+        description="Finished units run again because what decides their output changed.",
+    )
     finished: int
     failed: int
     interrupted: bool = False
@@ -74,8 +80,10 @@ class ArenaRunner:
         progress: RunProgress,
         *,
         load_model: Callable[..., Model] = load,
+        digests: Digests | None = None,
     ):
         self.config = config
+        self.digests = digests or Digests(config)
         self.store = store
         self.run_id = run_id
         self.progress = progress
@@ -116,7 +124,9 @@ class ArenaRunner:
 
     async def _prepare(self, task: TaskSpec, scenario: Scenario) -> Prep:
         stored = self._stored_preps.get((task.name, scenario.id))
-        if stored is not None:
+        digest = self.digests.prep(task.name, scenario)
+        # A preparation made under other models, prompts or seed is made again, never reused.
+        if stored is not None and stored.digest == digest:
             return Prep(
                 profile=Profile.model_validate_json(stored.profile_json),
                 initial_state=CognitiveState.model_validate_json(stored.initial_state_json),
@@ -144,7 +154,9 @@ class ArenaRunner:
                 profile.source,
                 reading.state.model_dump_json(),
                 reading.call_id,
+                digest,
             ),
+            replace=True,
         )
         return prep
 
@@ -245,6 +257,8 @@ class ArenaRunner:
             agent_model=unit.agent.model,
             simulator_model=self.config.simulator.model,
             seed=unit.seed(self.config.seed),
+            trial=unit.trial,
+            digest=self.digests.unit(unit),
         )
 
     def _on_call(self, conversation_id: int | None, record: CallRecord) -> None:
@@ -278,10 +292,17 @@ class _StoreSink:
 # ----------------------------------------------------------------------------------- the batch
 
 
+class OpenedRun(NamedTuple):
+    """The run a call of ``run_arena`` works on."""
+
+    id: int
+    config_changed: bool
+
+
 def open_run(
     config: ArenaConfig, store: RunStore, *, resume: bool, force: bool, shard: Shard | None
-) -> int:
-    """The run id in ``store`` for ``config``: a new run, or the stored one when resuming.
+) -> OpenedRun:
+    """The run in ``store`` for ``config``: a new run, or the stored one when resuming.
 
     Raises:
         ConfigError: The store holds a run and ``resume`` is off; the stored config differs and
@@ -291,7 +312,7 @@ def open_run(
     prompts = [p.model_dump(mode="json") for p in config.prompts()]
     stored = store.run()
     if stored is None:
-        return store.create_run(
+        run_id = store.create_run(
             name=config.name,
             config=config.model_dump(mode="json"),
             config_hash=digest,
@@ -301,6 +322,7 @@ def open_run(
             seed=config.seed,
             shard=None if shard is None else str(shard),
         )
+        return OpenedRun(run_id, config_changed=False)
     if not resume:
         raise ConfigError(
             f"{store.path} already holds run {stored.name!r}; pass --resume to continue it "
@@ -324,7 +346,8 @@ def open_run(
             git_revision=git_revision(),
             packages=package_versions(),
         )
-    return stored.id
+        return OpenedRun(stored.id, config_changed=True)
+    return OpenedRun(stored.id, config_changed=False)
 
 
 async def run_arena(
@@ -341,9 +364,11 @@ async def run_arena(
 
     Conversations run concurrently, at most ``config.concurrency`` at a time. Cancelling this
     coroutine (Ctrl-C) stops it cleanly: finished conversations stay stored, unfinished ones are
-    restarted by the next ``--resume``.
+    restarted by the next ``--resume``. A finished conversation whose digest (see
+    ``cogwm.arena.digests``) differs from the current config's is run again.
     """
-    run_id = open_run(config, store, resume=resume, force=force, shard=shard)
+    opened = open_run(config, store, resume=resume, force=force, shard=shard)
+    run_id = opened.id
     data_dir = Path(config.data_dir) if config.data_dir else None
     scenarios = {
         task: select_scenarios(
@@ -356,13 +381,23 @@ async def run_arena(
         for task in config.tasks
     }
     units = shard_units(plan_units(config, scenarios), shard)
-    done = {
-        c.unit_key for c in store.conversations(run_id) if c.status == ConversationStatus.FINISHED
+    digests = Digests(config)
+    current = {u.key: digests.unit(u) for u in units}
+    if not opened.config_changed:
+        # Rows of a format-1 store have no digest; under the config they ran with, they are
+        # current. After a config change they stay without one, hence stale.
+        preps = {(u.task, u.scenario.id): digests.prep(u.task, u.scenario) for u in units}
+        store.fill_digests(run_id, current, preps)
+    finished = {
+        c.unit_key: c.digest
+        for c in store.conversations(run_id)
+        if c.status == ConversationStatus.FINISHED
     }
-    todo = [u for u in units if u.key not in done]
+    todo = [u for u in units if finished.get(u.key, "") != current[u.key]]
+    stale = sum(1 for u in todo if u.key in finished)
     started = time.monotonic()
     progress = RunProgress(len(todo), enabled=show_progress)
-    runner = ArenaRunner(config, store, run_id, progress, load_model=load_model)
+    runner = ArenaRunner(config, store, run_id, progress, load_model=load_model, digests=digests)
     interrupted = False
     with progress:
         try:
@@ -374,6 +409,7 @@ async def run_arena(
     return RunSummary(
         planned=len(units),
         skipped=len(units) - len(todo),
+        stale=stale,
         finished=progress.ended - progress.failed,
         failed=progress.failed,
         interrupted=interrupted,

@@ -34,21 +34,28 @@ class Shard(NamedTuple):
 
 
 class Unit(NamedTuple):
-    """One conversation to run: task, scenario, agent and condition."""
+    """One conversation to run: task, scenario, agent, condition and trial (repeat index)."""
 
     task: str
     scenario: Scenario
     agent: AgentConfig
     condition: Condition
+    trial: int = 0
 
     @property
     def key(self) -> str:
-        """Stable identity of the unit in the store."""
-        return f"{self.task}|{self.scenario.id}|{self.agent.name}|{self.condition.value}"
+        """Stable identity of the unit in the store (trial 0 keeps the format-1 key)."""
+        key = f"{self.task}|{self.scenario.id}|{self.agent.name}|{self.condition.value}"
+        return key if self.trial == 0 else f"{key}|t{self.trial}"
 
     def seed(self, run_seed: int) -> int:
         """The unit's seed, from (run seed, task, scenario, agent, condition)."""
         return derive_seed(run_seed, self.task, self.scenario.id, self.agent.name, self.condition)
+
+    def seeds(self, config: ArenaConfig) -> tuple[int, int]:
+        """``(agent seed, user seed)``: the agent's calls and the simulated user's calls."""
+        seed = self.seed(config.seed)
+        return seed, seed
 
 
 def plan_units(config: ArenaConfig, scenarios: dict[str, list[Scenario]]) -> list[Unit]:

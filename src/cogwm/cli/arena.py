@@ -69,9 +69,10 @@ def run_command(
                 show_progress=progress,
             )
         )
+    rerun = f" ({summary.stale} re-run: their config changed)" if summary.stale else ""
     err_console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped} already done "
-        f"of {summary.planned} · {summary.tokens:,} tokens · ${summary.cost_usd:.4f} · "
+        f"of {summary.planned}{rerun} · {summary.tokens:,} tokens · ${summary.cost_usd:.4f} · "
         f"{summary.elapsed_s:.0f}s"
     )
     if summary.interrupted:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
 from cogwm.models.types import CallRecord
-from cogwm.store.schema import SCHEMA, SCHEMA_VERSION
+from cogwm.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 
 
 class RunRow(NamedTuple):
@@ -50,6 +50,8 @@ class UnitRow(NamedTuple):
     agent_model: str
     simulator_model: str
     seed: int
+    trial: int = 0
+    digest: str | None = None
 
 
 class ConversationRow(NamedTuple):
@@ -74,6 +76,9 @@ class ConversationRow(NamedTuple):
     attempts: int
     started_at: float
     finished_at: float | None
+    trial: int
+    digest: str | None
+    failure_kind: str | None
 
 
 class TurnRow(NamedTuple):
@@ -99,6 +104,7 @@ class PrepRow(NamedTuple):
     profile_source: str
     initial_state_json: str
     call_id: str | None
+    digest: str | None = None
 
 
 class CallTotals(NamedTuple):
@@ -140,16 +146,43 @@ class RunStore:
             raise InputError(f"{path} is not a cogwm run store: {exc}") from None
 
     def _migrate(self) -> None:
+        """Bring the store to ``SCHEMA_VERSION``: create a new one, or migrate step by step."""
         version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
             raise InputError(
                 f"{self.path} has store schema {version}; this cogwm reads up to {SCHEMA_VERSION}"
             )
-        if version < SCHEMA_VERSION:
+        if version == 0:
             with self.transaction():
                 for statement in _statements(SCHEMA):
                     self.db.execute(statement)
                 self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            return
+        while version < SCHEMA_VERSION:
+            self._migrate_from(version)
+            version += 1
+
+    def _migrate_from(self, version: int) -> None:
+        """One migration step, atomic; foreign keys are off while tables are rebuilt."""
+        self.db.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with self.transaction():
+                for statement in MIGRATIONS[version]:
+                    self.db.execute(statement)
+                broken = self.db.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise InputError(
+                        f"{self.path}: migration from store format {version} left "
+                        f"{len(broken)} dangling reference(s); the store is unchanged"
+                    )
+                self.db.execute(f"PRAGMA user_version={version + 1}")
+        finally:
+            self.db.execute("PRAGMA foreign_keys=ON")
+
+    @property
+    def format_version(self) -> int:
+        """The store format of the open file (``SCHEMA_VERSION`` once opened)."""
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
         """Write held-back call records and close the connection."""
@@ -188,8 +221,8 @@ class RunStore:
             self.db.executemany(
                 "INSERT INTO model_calls (run_id, conversation_id, call_id, purpose, model,"
                 " endpoint, started_at, latency_s, prompt_tokens, completion_tokens, cost_usd,"
-                " cached, ok, error, attempts)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " cached, ok, error, attempts, conversation_attempt)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                 self._pending_calls,
             )
 
@@ -271,14 +304,44 @@ class RunStore:
         )
         return {(r[0], r[1]): PrepRow(*r) for r in rows}
 
-    def add_prep(self, run_id: int, prep: PrepRow) -> None:
-        """Store a scenario preparation (kept if one exists already)."""
+    def add_prep(self, run_id: int, prep: PrepRow, *, replace: bool = False) -> None:
+        """Store a scenario preparation.
+
+        An existing one for the same scenario is kept, or with ``replace`` (its digest changed)
+        replaced.
+        """
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self.transaction():
             self.db.execute(
-                "INSERT OR IGNORE INTO scenario_preps (run_id, task, scenario, profile_json,"
-                " profile_source, initial_state_json, call_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"{verb} INTO scenario_preps (run_id, task, scenario, profile_json,"
+                " profile_source, initial_state_json, call_id, digest)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, *prep),
             )
+
+    def fill_digests(
+        self, run_id: int, units: Mapping[str, str], preps: Mapping[tuple[str, str], str]
+    ) -> int:
+        """Set the digests of conversations and preparations stored without one.
+
+        Used when resuming a store of format 1 under an unchanged config: what it holds was run
+        with exactly this config, so it takes the current digests. Returns the rows filled.
+        """
+        filled = 0
+        with self.transaction():
+            for key, digest in units.items():
+                filled += self.db.execute(
+                    "UPDATE conversations SET digest = ?"
+                    " WHERE run_id = ? AND unit_key = ? AND digest IS NULL",
+                    (digest, run_id, key),
+                ).rowcount
+            for (task, scenario), digest in preps.items():
+                filled += self.db.execute(
+                    "UPDATE scenario_preps SET digest = ?"
+                    " WHERE run_id = ? AND task = ? AND scenario = ? AND digest IS NULL",
+                    (digest, run_id, task, scenario),
+                ).rowcount
+        return filled
 
     # -------------------------------------------------------------------------- conversations
 
@@ -293,34 +356,49 @@ class RunStore:
     def start_conversation(self, run_id: int, unit: UnitRow) -> int:
         """Mark a conversation running, from its beginning.
 
-        A conversation already stored (unfinished or failed) loses its turns, calls and metrics
-        and starts again under the same id, so each unit is stored exactly once.
+        A conversation already stored (unfinished, failed or stale) loses its turns and metrics
+        and starts again under the same id, so each unit is stored exactly once. The call
+        records of earlier attempts are kept (tagged with their attempt), so the cost of a run
+        is never undercounted.
         """
         now = time.time()
         with self.transaction():
             row = self.db.execute(
-                "SELECT id FROM conversations WHERE run_id = ? AND unit_key = ?",
+                "SELECT id, attempts FROM conversations WHERE run_id = ? AND unit_key = ?",
                 (run_id, unit.unit_key),
             ).fetchone()
             if row is None:
                 cursor = self.db.execute(
                     "INSERT INTO conversations (run_id, unit_key, task, agent, condition, scenario,"
-                    " scenario_source, agent_model, simulator_model, seed, status, started_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                    " scenario_source, agent_model, simulator_model, seed, trial, digest, status,"
+                    " started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
                     (run_id, *unit, now),
                 )
                 return int(cursor.lastrowid or 0)
-            conversation_id = int(row[0])
-            for table in ("turns", "model_calls", "metrics"):
+            conversation_id, attempts = int(row[0]), int(row[1])
+            for table in ("turns", "metrics"):
                 self.db.execute(
                     f"DELETE FROM {table} WHERE conversation_id = ?", (conversation_id,)
                 )
             self.db.execute(
+                "UPDATE model_calls SET conversation_attempt = ?"
+                " WHERE conversation_id = ? AND conversation_attempt IS NULL",
+                (attempts, conversation_id),
+            )
+            self.db.execute(
                 "UPDATE conversations SET status = 'running', termination = NULL, error = NULL,"
-                " rounds = NULL, finished_at = NULL, profile_source = NULL, started_at = ?,"
-                " attempts = attempts + 1, agent_model = ?, simulator_model = ?, seed = ?"
-                " WHERE id = ?",
-                (now, unit.agent_model, unit.simulator_model, unit.seed, conversation_id),
+                " rounds = NULL, finished_at = NULL, profile_source = NULL, failure_kind = NULL,"
+                " started_at = ?, attempts = attempts + 1, agent_model = ?, simulator_model = ?,"
+                " seed = ?, trial = ?, digest = ? WHERE id = ?",
+                (
+                    now,
+                    unit.agent_model,
+                    unit.simulator_model,
+                    unit.seed,
+                    unit.trial,
+                    unit.digest,
+                    conversation_id,
+                ),
             )
             return conversation_id
 
@@ -338,10 +416,15 @@ class RunStore:
         termination: str,
         rounds: int,
         error: str | None = None,
+        failure_kind: str | None = None,
         metrics: Mapping[str, float | None] | None = None,
         details: Mapping[str, str] | None = None,
     ) -> None:
-        """Close a conversation with its termination and metrics, atomically."""
+        """Close a conversation with its termination and metrics, atomically.
+
+        ``failure_kind`` is ``agent`` (the agent broke its output format) or ``infrastructure``
+        (a model call, the store or the code failed); None when nothing failed.
+        """
         details = details or {}
         with self.transaction():
             self.db.execute("DELETE FROM metrics WHERE conversation_id = ?", (conversation_id,))
@@ -351,8 +434,8 @@ class RunStore:
             )
             self.db.execute(
                 "UPDATE conversations SET status = ?, termination = ?, rounds = ?, error = ?,"
-                " finished_at = ? WHERE id = ?",
-                (status, termination, rounds, error, time.time(), conversation_id),
+                " failure_kind = ?, finished_at = ? WHERE id = ?",
+                (status, termination, rounds, error, failure_kind, time.time(), conversation_id),
             )
 
     # ---------------------------------------------------------------------------------- turns

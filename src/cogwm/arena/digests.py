@@ -1,0 +1,131 @@
+"""Digests of what decides a unit's and a scenario preparation's output.
+
+The config hash says whether a run's config changed at all; these digests say *which* stored
+results it changes. A unit's digest covers its participants' model identities, options and
+sampling, every prompt it meets (id, version and text), the output schemas the simulator is held
+to, its seeds, the protocol limits and the scenario itself; a preparation's digest covers what
+reads the scenario's opening. On ``--resume`` (with ``--force`` after a config change) a stored
+conversation or preparation whose digest differs from the current one is run again, so old
+results are never counted under a new config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from cogwm import tasks
+from cogwm.arena.config import ArenaConfig
+from cogwm.arena.judging import judge_prompt
+from cogwm.arena.prompts import (
+    AGENT_COT,
+    INTENT_DETECTOR,
+    PROFILE_ANNOTATOR,
+    SIMULATOR_OPENING,
+    SIMULATOR_SYSTEM,
+    SIMULATOR_TURN,
+    Prompt,
+    agent_task_prompt,
+)
+from cogwm.arena.scenarios import Scenario
+from cogwm.arena.termination import Condition
+from cogwm.arena.units import Unit
+from cogwm.models.structured import schema_for
+from cogwm.schema.lexicon import valence_table
+from cogwm.simulator.format import format_version, state_output_models
+
+#: Bumped when the meaning of a digest's parts changes (every stored digest goes stale).
+DIGEST_VERSION = 1
+
+
+def _prompt(prompt: Prompt) -> list[Any]:
+    return [prompt.id, prompt.version, prompt.text]
+
+
+def _sha(data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _simulator_schemas(task_name: str) -> list[Any]:
+    spec = tasks.get(task_name)
+    labels = tuple(sorted(valence_table()))
+    state, turn = state_output_models(spec.name, spec.score_range, labels)
+    return [schema_for(state), schema_for(turn)]
+
+
+def prep_digest(config: ArenaConfig, task: str, scenario: Scenario) -> str:
+    """The digest of a scenario's preparation (profile and initial state)."""
+    annotated = config.annotate_profiles and scenario.profile is None
+    return _sha(
+        {
+            "v": DIGEST_VERSION,
+            "seed": config.seed,
+            "task": task,
+            "scenario": scenario.model_dump(mode="json"),
+            "history_turns": config.history_turns,
+            "simulator": config.simulator.hashed(),
+            "prompts": [_prompt(SIMULATOR_SYSTEM), _prompt(SIMULATOR_OPENING)],
+            "format": format_version(),
+            "schemas": _simulator_schemas(task)[:1],
+            "annotator": [config.annotator_model.hashed(), _prompt(PROFILE_ANNOTATOR)]
+            if annotated
+            else None,
+        }
+    )
+
+
+class Digests:
+    """Digests of a config's units and preparations (computed once per run and cached)."""
+
+    def __init__(self, config: ArenaConfig):
+        self.config = config
+        self._prompts = config.agent_prompts()
+        self._preps: dict[tuple[str, str], str] = {}
+        self._shared: dict[str, str] = {}
+
+    def prep(self, task: str, scenario: Scenario) -> str:
+        """The preparation digest of ``scenario`` (see ``prep_digest``)."""
+        key = (task, scenario.id)
+        if key not in self._preps:
+            self._preps[key] = prep_digest(self.config, task, scenario)
+        return self._preps[key]
+
+    def _task_part(self, task: str) -> str:
+        """What every unit of ``task`` shares: simulator, detector, judge, limits, prompts."""
+        if task not in self._shared:
+            config = self.config
+            self._shared[task] = _sha(
+                {
+                    "simulator": [
+                        config.simulator.hashed(),
+                        _prompt(SIMULATOR_SYSTEM),
+                        _prompt(SIMULATOR_TURN),
+                        format_version(),
+                        _simulator_schemas(task),
+                    ],
+                    "intent": [config.intent_model.hashed(), _prompt(INTENT_DETECTOR)],
+                    "judge": [config.judge_model.hashed(), _prompt(judge_prompt())],
+                    "limits": [config.max_rounds, config.intent_from_round, config.history_turns],
+                    "agent_task": _prompt(agent_task_prompt(tasks.get(task))),
+                }
+            )
+        return self._shared[task]
+
+    def unit(self, unit: Unit) -> str:
+        """The digest of one unit: its preparation, participants, prompts, seeds and limits."""
+        agent = unit.agent
+        return _sha(
+            {
+                "v": DIGEST_VERSION,
+                "prep": self.prep(unit.task, unit.scenario),
+                "task": self._task_part(unit.task),
+                "agent": agent.hashed(),
+                "agent_prompt": _prompt(self._prompts[agent.name]),
+                "cot": _prompt(AGENT_COT) if unit.condition is Condition.COT else None,
+                "condition": unit.condition.value,
+                "trial": unit.trial,
+                "seeds": list(unit.seeds(self.config)),
+            }
+        )
