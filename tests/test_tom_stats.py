@@ -145,3 +145,26 @@ def test_tables_7_degradation_and_attributes_group_the_right_answers() -> None:
     (trust,) = report.table5_attributes
     assert (trust.attribute, trust.rate) == ("trust", 0.5)
     assert report.answers == len(answers)
+
+
+def test_seeds_are_kept_apart_and_reported_as_mean_and_spread() -> None:
+    answers = []
+    for seed, correct in enumerate([5, 7, 6]):  # 10 items each: 0.5, 0.7, 0.6
+        outcomes = [1] * correct + [0] * (10 - correct)
+        answers += [a._replace(seed=seed, run_id=f"m/{seed}")
+                    for a in _answers("m", "MI", "retrospective", outcomes)]  # fmt: skip
+    prosp = _answers("m", "MI", "prospective", [1, 0], attribute=None, prefix="p")
+    answers += [a._replace(seed=seed, run_id=f"m/{seed}") for seed in (0, 1) for a in prosp]
+    report = compute_stats(answers)
+    retro = next(r for r in report.table3_rates if r.task == "retrospective")
+    assert retro.seeds == 3 and retro.rate == pytest.approx(0.6)
+    assert retro.seed_sd == pytest.approx(0.1)  # sample SD of 0.5, 0.7, 0.6
+    assert retro.ci_low is None  # no interval pooled over seeds
+    assert [(r.seed, r.rate) for r in report.seeds if r.task == "retrospective"] == [
+        (0, 0.5), (1, 0.7), (2, 0.6)
+    ]  # fmt: skip
+    (gap,) = report.table3_gap  # the test counts each item once: seed 0 only
+    assert gap.n == 12 and gap.retrospective == 0.5
+    single = compute_stats([a for a in answers if a.seed == 0])
+    assert single.table3_rates[1].seeds == 1 and single.table3_rates[1].ci_low is not None
+    assert single.seeds == []

@@ -20,6 +20,10 @@ never 0.
 - Table 8: reasoning injection: per student x teacher x domain, the student's CR without and with
   the masked reasoning on the same items, McNemar's test on the pairs.
 - Degradation: CR per model x domain x restored history turns.
+- Seeds: runs of one model and condition with different seeds (option orders) are kept apart:
+  a rate cell over several seeds is the mean of the per-seed rates ± their standard deviation
+  (``seeds``, ``seed_sd``), the ``seeds`` table lists every seed's rate, and the tests (Tables 3,
+  4, 6, 8) are run on the lowest seed of each model x condition, so that an item counts once.
 - Circular evaluation: on items asked in every rotation of their options, the plain CR (the
   seeded order) beside the circular CR (every rotation right); position bias: the letter a model
   chooses most often over every asked order, with how often the gold was there.
@@ -79,7 +83,15 @@ class Rate(_Row):
 
 
 class RateRow(Rate):
-    """A CR of one cell of a table."""
+    """A CR of one cell of a table.
+
+    When the cell holds runs of several seeds, ``rate`` is the mean of the per-seed rates,
+    ``seed_sd`` their sample standard deviation and ``seeds`` how many; the Wilson interval is
+    then not given (the runs answer the same items, so pooling them would overstate n).
+    """
+
+    seeds: int = 1
+    seed_sd: float | None = None
 
     model: str
     domain: str
@@ -89,6 +101,7 @@ class RateRow(Rate):
     variant: str | None = None
     history_turns: int | None = None
     source: str | None = None
+    seed: int | None = None
 
 
 class GapRow(_Row):
@@ -230,6 +243,7 @@ class StatsReport(_Row):
     people_agreement: list[PeopleAgreementRow] = []
     circular: list[CircularRow] = []
     position_bias: list[PositionBiasRow] = []
+    seeds: list[RateRow] = []
     all_cells: list[RateRow]
 
 
@@ -305,12 +319,43 @@ def _fields_key(fields: Sequence[str]) -> Callable[[ScoredAnswer], tuple[Any, ..
 def rate_rows(
     answers: Iterable[ScoredAnswer], fields: Sequence[str], **fixed: str | None
 ) -> list[RateRow]:
-    """Correctness Rates grouped by some :class:`ScoredAnswer` fields (one row per group)."""
+    """Correctness Rates grouped by some :class:`ScoredAnswer` fields (one row per group).
+
+    Runs of one model with different seeds are not pooled: see :class:`RateRow`.
+    """
     groups = group_by(answers, _fields_key(fields))
-    return [
-        RateRow(**dict(zip(fields, key, strict=True)), **fixed, **rate.model_dump())
-        for key, rate in zip(groups, correctness_rates(list(groups.values())), strict=True)
-    ]
+    rows = []
+    for key, rate in zip(groups, correctness_rates(list(groups.values())), strict=True):
+        row = RateRow(**dict(zip(fields, key, strict=True)), **fixed, **rate.model_dump())
+        rows.append(_across_seeds(row, groups[key]))
+    return rows
+
+
+def _across_seeds(row: RateRow, group: Sequence[ScoredAnswer]) -> RateRow:
+    """``row`` as mean ± sample SD of per-seed rates when ``group`` has several seeds."""
+    by_seed = group_by(group, attrgetter("seed"))
+    if len(by_seed) < 2:
+        return row
+    rates = [_share(g) for g in by_seed.values()]
+    return row.model_copy(
+        update={
+            "rate": float(np.mean(rates)),
+            "seed_sd": float(np.std(rates, ddof=1)),
+            "seeds": len(rates),
+            "ci_low": None,
+            "ci_high": None,
+        }
+    )
+
+
+def single_seed(answers: Iterable[ScoredAnswer]) -> list[ScoredAnswer]:
+    """The answers of the lowest seed of each model x condition (what the tests are run on)."""
+    answers = list(answers)
+    lowest: dict[tuple[str, str], int] = {}
+    for a in answers:
+        key = (a.model, a.condition)
+        lowest[key] = min(lowest.get(key, a.seed), a.seed)
+    return [a for a in answers if a.seed == lowest[(a.model, a.condition)]]
 
 
 # Enum ``.value`` lookups are slow in the inner loops over tens of thousands of answers.
@@ -334,6 +379,17 @@ def _of(
     return [
         a for a in answers if a.variant == wanted and (task_value is None or a.task == task_value)
     ]
+
+
+def seed_rates(answers: Sequence[ScoredAnswer]) -> list[RateRow]:
+    """CR per seed of every model x condition x domain x task that was run with several seeds."""
+    several = {
+        key
+        for key, group in group_by(answers, lambda a: (a.model, a.condition)).items()
+        if len({a.seed for a in group}) > 1
+    }
+    chosen = [a for a in answers if (a.model, a.condition) in several]
+    return rate_rows(chosen, ("model", "condition", "domain", "task", "seed"))
 
 
 # -- Table 3: retrospective vs prospective -------------------------------------
@@ -696,23 +752,25 @@ def compute_stats(
     """Every table of ``cogwm tom stats`` (``choices``: every asked order, for position bias)."""
     plain = _plain(answers)
     hard = _of(plain, Variant.HARD)
+    one_seed = single_seed(answers)
     return StatsReport(
         answers=len(answers),
         unparsed=sum(not a.parsed for a in answers),
         table3_rates=rate_rows(hard, ("model", "domain", "task")),
-        table3_gap=retro_prosp_gap(answers),
-        table4_correlations=correlations(answers),
+        table3_gap=retro_prosp_gap(one_seed),
+        table4_correlations=correlations(one_seed),
         table5_attributes=rate_rows(
             _of(hard, Variant.HARD, Task.RETROSPECTIVE), ("model", "domain", "attribute")
         ),
-        table6_easy_hard=easy_hard_gap(answers),
+        table6_easy_hard=easy_hard_gap(one_seed),
         table7_counterfactual=rate_rows(_of(plain, Variant.COUNTERFACTUAL), ("model", "domain")),
-        table8_injection=injection_probe(answers),
+        table8_injection=injection_probe(one_seed),
         degradation=rate_rows(_of(plain, Variant.DEGRADED), ("model", "domain", "history_turns")),
         open_ended=open_summary(open_scores),
         people_agreement=people_agreement(answers),
         circular=circular_rates(answers),
         position_bias=position_bias(choices),
+        seeds=seed_rates(answers),
         all_cells=rate_rows(
             answers, ("model", "condition", "domain", "task", "attribute", "variant", "source")
         ),

@@ -32,6 +32,7 @@ TITLES: dict[str, str] = {
     "people_agreement": "People — agreement on the chosen option (Gwet's AC1)",
     "circular": "Circular evaluation — plain CR vs CR with every rotation right",
     "position_bias": "Position bias — most chosen letter over every asked order",
+    "seeds": "Seeds — CR of every seed of the models run with several",
 }
 
 
@@ -90,6 +91,13 @@ def _ci(row: RateRow) -> str:
     return f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]"
 
 
+def _rate(row: RateRow) -> str:
+    """The CR in %; over several seeds "mean ± SD (k seeds)"."""
+    if row.seeds > 1 and row.seed_sd is not None:
+        return f"{_fmt(row.rate, pct=True)} ± {100 * row.seed_sd:.1f} ({row.seeds} seeds)"
+    return _fmt(row.rate, pct=True)
+
+
 def rates_table(rows: Sequence[RateRow], title: str, keys: Sequence[str]) -> Table:
     """A rich table of Correctness Rates (in %) with interval, baseline and unparsed count."""
     table = Table(title=title, title_justify="left")
@@ -101,7 +109,7 @@ def rates_table(rows: Sequence[RateRow], title: str, keys: Sequence[str]) -> Tab
         table.add_row(
             *[_fmt(getattr(row, k)) for k in keys],
             str(row.n),
-            _fmt(row.rate, pct=True),
+            _rate(row),
             _ci(row),
             _fmt(row.baseline, pct=True),
             str(row.unparsed),
@@ -143,6 +151,7 @@ _RATE_KEYS = {
     "table5_attributes": ("model", "domain", "attribute"),
     "table7_counterfactual": ("model", "domain"),
     "degradation": ("model", "domain", "history_turns"),
+    "seeds": ("model", "condition", "domain", "task", "seed"),
 }
 
 
