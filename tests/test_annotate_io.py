@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,7 @@ def test_every_line_carries_the_schema_tag(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d.pop("schema"), "expected \"schema\""),
+        (lambda d: d.pop("schema"), 'expected "schema"'),
         (lambda d: d.update(schema="cogwm.samples/1"), "cogwm.samples/1"),
         (lambda d: d["states"]["1"]["emotion"].update(kind="maybe"), "states.1.emotion.kind"),
     ],
@@ -145,7 +146,7 @@ def test_extension_with_another_valence_is_refused(tmp_path: Path) -> None:
     line["emotions"] = {"happiness": -1.0}
     path = tmp_path / "labels.jsonl"
     path.write_text(json.dumps(line) + "\n")
-    with pytest.raises(InputError, match="line 1: .*already has valence"):
+    with pytest.raises(InputError, match=r"line 1: .*already has valence"):
         list(read_labelled(path))
 
 
@@ -156,7 +157,7 @@ def test_write_to_missing_directory_is_an_input_error(tmp_path: Path) -> None:
 
 def test_failed_write_leaves_no_file(tmp_path: Path) -> None:
     # Catches a writer that leaves a truncated file under the final name.
-    def items():  # type: ignore[no-untyped-def]
+    def items() -> Iterator[LabelledDialogue]:
         yield _item()
         raise RuntimeError("boom")
 

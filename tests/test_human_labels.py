@@ -1,0 +1,266 @@
+"""Human-label partial states on tiny synthetic corpora: each test names the bug it catches."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cogwm.annotate.human import TABLES, labelled_dialogues, names
+from cogwm.corpora.dailydialog import EMOTIONS
+from cogwm.errors import InputError
+from cogwm.schema import Role, lexicon
+from cogwm.schema.partial import FieldKind, LabelledDialogue
+
+
+@pytest.fixture(autouse=True)
+def _isolated_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexicon, "_extra", {})
+
+
+# --- ESConv -----------------------------------------------------------------------------------
+
+
+def _esconv_dialogue(emotion: str, initial: str, final: str | None) -> dict[str, Any]:
+    seeker: dict[str, str] = {"initial_emotion_intensity": initial}
+    if final is not None:
+        seeker["final_emotion_intensity"] = final
+    return {
+        "experience_type": "Current Experience",
+        "emotion_type": emotion,
+        "problem_type": "job crisis",
+        "situation": "  I may lose my job.  ",
+        "survey_score": {"seeker": seeker, "supporter": {}},
+        "dialog": [
+            {"text": "Hi", "speaker": "sys", "strategy": "Question"},
+            {"text": "Hello", "speaker": "usr"},
+            {"text": "What happened?", "speaker": "sys", "strategy": "Question"},
+            {"text": "My boss is cutting staff.", "speaker": "usr"},
+            {"text": "I see.", "speaker": "sys", "strategy": "Reflection of feelings"},
+            {"text": "Thanks.", "speaker": "usr"},
+            {"text": "Bye now.", "speaker": "usr"},
+        ],
+        "seeker_question1": "",
+        "seeker_question2": "",
+        "supporter_question1": "",
+        "supporter_question2": "",
+    }
+
+
+def _write_esconv(root: Path, train: list[dict[str, Any]]) -> Path:
+    folder = root / "esconv" / "hf_splits"
+    folder.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        rows = train if split == "train" else [_esconv_dialogue("fear", "3", "3")]
+        (folder / f"{split}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def test_esconv_self_reports_go_to_first_and_last_seeker_turn(tmp_path: Path) -> None:
+    # Catches: the label put on a supporter turn, on every turn (middle turns must stay
+    # unknown), an uncompressed 1-5 intensity, or an approximate row marked exact.
+    root = _write_esconv(tmp_path, [_esconv_dialogue("depression", "5", "2")])
+    item = next(iter(labelled_dialogues("esconv", root, split="train")))
+    turns = item.dialogue.turns()
+    assert sorted(item.states) == [1, 5]  # first and last seeker turn; turn 3 unknown
+    assert all(turns[t].role is Role.USER for t in item.states)
+    first, last = item.states[1], item.states[5]
+    assert first.emotion.value is not None and last.emotion.value is not None
+    assert (first.emotion.value.label, first.emotion.value.intensity) == ("sadness", 3)
+    assert first.emotion.origin is not None
+    assert (first.emotion.origin.rule, first.emotion.origin.exact) == ("esconv.E7", False)
+    assert (last.emotion.value.label, last.emotion.value.intensity) == ("sadness", 1)
+    assert first.beliefs.items[0].text == "I may lose my job."
+    assert first.beliefs.items[0].score is None  # text only: the score is not annotated
+    for field in ("desires", "intentions"):
+        assert first.kind(field) is FieldKind.UNKNOWN
+
+
+def test_esconv_unmappable_emotion_and_missing_final_stay_unknown(tmp_path: Path) -> None:
+    # Catches: an unmappable emotion (jealousy) or a missing final intensity turned into an
+    # empty emotion (an annotator never said there was none) or into a default label.
+    root = _write_esconv(tmp_path, [_esconv_dialogue("jealousy", "4", None)])
+    item = next(iter(labelled_dialogues("esconv", root, split="train")))
+    assert sorted(item.states) == [1]
+    assert item.states[1].kind("emotion") is FieldKind.UNKNOWN
+    assert item.states[1].kind("beliefs") is FieldKind.VALUE
+
+
+def test_esconv_unknown_emotion_type_is_an_error(tmp_path: Path) -> None:
+    # Catches: a label the release adds being dropped silently instead of reported.
+    root = _write_esconv(tmp_path, [_esconv_dialogue("boredom", "4", "2")])
+    with pytest.raises(InputError, match="'boredom' of 'emotion_type' has no row"):
+        list(labelled_dialogues("esconv", root))
+
+
+def test_esconv_disgust_uses_the_extension_label(tmp_path: Path) -> None:
+    root = _write_esconv(tmp_path, [_esconv_dialogue("disgust", "4", "2")])
+    item = next(iter(labelled_dialogues("esconv", root, split="train")))
+    assert item.states[1].emotion.value is not None
+    assert item.states[1].emotion.value.label == "disgust"
+    assert lexicon.valence("disgust") < 0
+
+
+# --- DailyDialog ------------------------------------------------------------------------------
+
+
+def test_dailydialog_every_utterance_is_a_user_turn_in_exactly_one_reading(
+    fixtures_dir: Path,
+) -> None:
+    # Catches: reading only the ConvLab 'user' side (half the labels lost) or both readings
+    # labelling the same utterances.
+    items = list(labelled_dialogues("dailydialog", fixtures_dir))
+    by_id = {i.dialogue.id: i for i in items}
+    originals = {i.dialogue.id.rsplit("#", 1)[0] for i in items}
+    assert len(items) == 2 * len(originals)
+    for original in originals:
+        a, b = by_id[f"{original}#A"], by_id[f"{original}#B"]
+        assert a.dialogue.utterances[0].role is Role.USER
+        assert b.dialogue.utterances[0].role is Role.AGENT
+        user_a = {u.index for u in a.dialogue.utterances if u.role is Role.USER}
+        user_b = {u.index for u in b.dialogue.utterances if u.role is Role.USER}
+        assert user_a.isdisjoint(user_b)
+        assert user_a | user_b == set(range(len(a.dialogue.utterances)))
+        for item in (a, b):
+            assert set(item.states) == {t.index for t in item.dialogue.user_turns()}
+
+
+def test_dailydialog_keeps_every_label_with_its_valence(fixtures_dir: Path) -> None:
+    # Catches: 'no emotion' dropped or made empty/unknown, happiness dropped, or an extension
+    # label with the wrong sign.
+    items = list(labelled_dialogues("dailydialog", fixtures_dir))
+    seen: dict[str, str] = {}
+    for item in items:
+        for turn in item.dialogue.user_turns():
+            raw = turn.utterances[-1].labels
+            value = item.states[turn.index].emotion.value
+            assert value is not None and raw is not None and hasattr(raw, "emotion")
+            seen[raw.emotion] = value.label
+    assert seen.get("no emotion") == "neutral"
+    assert lexicon.valence("neutral") == 0
+    assert lexicon.valence("happiness") > 0
+    assert lexicon.valence("disgust") < 0
+
+
+def test_dailydialog_table_covers_every_label_of_the_release() -> None:
+    table = TABLES["dailydialog"]
+    for label in EMOTIONS:
+        assert table.lookup("emotion", label), label
+
+
+# --- AnnoMI -----------------------------------------------------------------------------------
+
+_SIMPLE = [
+    # transcript, utterance, who, text, behaviour, talk type
+    (0, 0, "therapist", "How is smoking going?", "question", "n/a"),
+    (0, 1, "client", "Fine.", "n/a", "neutral"),
+    (0, 2, "therapist", "Tell me more.", "question", "n/a"),
+    (0, 3, "client", "I want to quit.", "n/a", "change"),
+    (0, 4, "client", "Really.", "n/a", "change"),
+    (0, 5, "therapist", "Why now?", "question", "n/a"),
+    (0, 6, "client", "But it calms me.", "n/a", "sustain"),
+    (0, 7, "therapist", "Hm.", "other", "n/a"),
+    (0, 8, "client", "Maybe later.", "n/a", "sustain"),
+]
+#: Utterance 8 was labelled by four annotators who split 2:2, utterance 6 by three (2:1).
+_VOTES = {6: ["sustain", "sustain", "neutral"], 8: ["sustain", "neutral", "sustain", "neutral"]}
+
+
+def _write_annomi(root: Path, votes: dict[int, list[str]] = _VOTES) -> Path:
+    folder = root / "annomi"
+    folder.mkdir(parents=True)
+    meta = ["high", "Example", "https://example.org/v", "smoking cessation"]
+    with (folder / "AnnoMI-simple.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "transcript_id",
+                "mi_quality",
+                "video_title",
+                "video_url",
+                "topic",
+                "utterance_id",
+                "interlocutor",
+                "timestamp",
+                "utterance_text",
+                "main_therapist_behaviour",
+                "client_talk_type",
+            ]
+        )
+        for t, u, who, text, behaviour, talk in _SIMPLE:
+            writer.writerow([t, *meta, u, who, f"00:00:{u:02d}", text, behaviour, talk])
+    with (folder / "AnnoMI-full.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "transcript_id",
+                "utterance_id",
+                "interlocutor",
+                "utterance_text",
+                "annotator_id",
+                "main_therapist_behaviour",
+                "client_talk_type",
+            ]
+        )
+        for t, u, who, text, behaviour, talk in _SIMPLE:
+            for annotator, label in enumerate(votes.get(u, [talk])):
+                writer.writerow([t, u, who, text, annotator, behaviour, label])
+    return root
+
+
+def _annomi(root: Path) -> LabelledDialogue:
+    return next(iter(labelled_dialogues("annomi", root)))
+
+
+def test_annomi_change_and_sustain_are_directions_never_scores(tmp_path: Path) -> None:
+    # Catches: change talk stored as a score (an MAE target), neutral turned into a constraint,
+    # or a two-utterance change turn counted twice.
+    item = _annomi(_write_annomi(tmp_path))
+    user_turns = [t.index for t in item.dialogue.user_turns()]
+    assert user_turns == [1, 3, 5, 7]
+    directions = {t: [c.value for c in item.states[t].constraints] for t in user_turns}
+    assert directions == {1: [], 3: [1.0], 5: [-1.0], 7: []}  # 7: the tie
+    for t in user_turns:
+        state = item.states[t]
+        assert all(c.relation == "direction" and c.target == "intention" for c in state.constraints)
+        assert [i.score for i in state.intentions.items] == [None]
+        assert state.desires.items[0].text == "smoking cessation"
+        assert state.kind("emotion") is FieldKind.UNKNOWN
+        assert state.kind("beliefs") is FieldKind.UNKNOWN
+
+
+def test_annomi_majority_is_kept_and_only_a_tie_is_dropped(tmp_path: Path) -> None:
+    # Catches: dropping every utterance the annotators disagreed on (2:1 is a majority).
+    item = _annomi(_write_annomi(tmp_path))
+    assert [c.value for c in item.states[5].constraints] == [-1.0]
+
+
+def test_annomi_simple_label_against_the_majority_is_an_error(tmp_path: Path) -> None:
+    # Catches: a per-annotator file that does not belong to the simple file going unnoticed.
+    root = _write_annomi(tmp_path, votes={**_VOTES, 3: ["neutral", "neutral", "change"]})
+    with pytest.raises(InputError, match="majority 'neutral'"):
+        _annomi(root)
+
+
+# --- Corpus names and splits ------------------------------------------------------------------
+
+
+def test_unknown_corpus_and_split_are_input_errors(tmp_path: Path, fixtures_dir: Path) -> None:
+    with pytest.raises(InputError, match="no human-label mapping"):
+        labelled_dialogues("durecdial", fixtures_dir)
+    with pytest.raises(InputError, match="has no split 'dev'"):
+        labelled_dialogues("esconv", fixtures_dir, split="dev")
+    with pytest.raises(InputError, match="no official split"):
+        labelled_dialogues("annomi", _write_annomi(tmp_path), split="train")
+    with pytest.raises(InputError, match="does not exist"):
+        labelled_dialogues("esconv", tmp_path / "absent")
+
+
+def test_every_table_row_names_its_corpus() -> None:
+    assert set(names()) <= set(TABLES)
+    for corpus, table in TABLES.items():
+        assert all(row.id.startswith(f"{corpus}.") for row in table)
+        assert all(row.note for row in table)
