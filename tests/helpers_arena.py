@@ -29,11 +29,14 @@ class Script:
     leaves (None: never; the simulator must see the whole history, so keep ``history_turns``
     large). ``detector_ends``: the intent detector says the conversation ended whenever asked.
     ``fail_when``: every call whose messages contain this text fails (HTTP 500).
+    ``raise_when``: such calls raise an unexpected exception (a backend bug, not a failure the
+    model interface knows).
     """
 
     leave_at: int | None = None
     detector_ends: bool = False
     fail_when: str | None = None
+    raise_when: str | None = None
     calls: dict[str, int] = field(default_factory=dict)
 
 
@@ -81,6 +84,8 @@ def make_reply(script: Script) -> Callable[[list[Message]], str]:
         script.calls[kind] = script.calls.get(kind, 0) + 1
         if script.fail_when and any(script.fail_when in m.content for m in messages):
             raise BackendError(FailureKind.SERVER, "HTTP 500 (scripted)")
+        if script.raise_when and any(script.raise_when in m.content for m in messages):
+            raise RuntimeError("scripted backend bug")
         h = _digest(messages)
         if kind == "opening":
             return json.dumps(_state(h))

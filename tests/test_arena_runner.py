@@ -240,3 +240,68 @@ def test_forced_config_change_reruns_exactly_the_units_it_changes(
         rows = store.conversations()
         assert len(rows) == UNITS and all(r.digest and r.status == "finished" for r in rows)
         assert len({r.digest for r in rows}) == UNITS
+
+
+def test_an_unexpected_exception_fails_only_its_conversations(
+    tmp_path: Path, script: Script
+) -> None:
+    # Catches: an exception other than ModelCallError/CogwmError escaped the unit and the task
+    # group cancelled the whole batch.
+    db = tmp_path / "runs.sqlite"
+    script.raise_when = "Eight years there"  # the cold start of builtin:esc-01
+    summary = _run(db)
+    assert (summary.failed, summary.finished) == (3, UNITS - 3)
+    with RunStore(db) as store:
+        failed = [c for c in store.conversations() if c.status == "failed"]
+    assert len(failed) == 3
+    assert all(c.error == "RuntimeError: scripted backend bug" for c in failed)
+    assert {c.failure_kind for c in failed} == {"infrastructure"}
+    script.raise_when = None
+    summary = _run(db, resume=True)
+    assert (summary.finished, summary.skipped) == (3, UNITS - 3)
+
+
+def test_a_store_error_inside_a_unit_fails_only_that_conversation(
+    tmp_path: Path, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = RunStore.add_turn
+    broken: list[int] = []
+
+    def flaky(self: RunStore, conversation_id: int, **turn: Any) -> None:
+        if turn["phase"] == "simulated" and not broken:
+            broken.append(conversation_id)
+            raise sqlite3.OperationalError("disk I/O error")
+        original(self, conversation_id, **turn)
+
+    monkeypatch.setattr(RunStore, "add_turn", flaky)
+    db = tmp_path / "runs.sqlite"
+    summary = _run(db)
+    assert (summary.failed, summary.finished) == (1, UNITS - 1)
+    with RunStore(db) as store:
+        (failed,) = [c for c in store.conversations() if c.status == "failed"]
+    assert failed.id == broken[0] and failed.error == "OperationalError: disk I/O error"
+
+
+def test_cancellation_is_never_swallowed(tmp_path: Path, script: Script) -> None:
+    from cogwm.arena.progress import RunProgress
+    from cogwm.arena.runner import ArenaRunner, open_run
+    from cogwm.arena.scenarios import builtin_scenarios
+    from cogwm.arena.termination import Condition
+    from cogwm.arena.units import Unit
+
+    cfg = parse_config(config())
+    unit = Unit("ESC", builtin_scenarios("ESC")[0], cfg.agents[0], Condition.NO_COT)
+
+    async def cancelled_midway() -> None:
+        with RunStore(tmp_path / "runs.sqlite") as store:
+            opened = open_run(cfg, store, resume=False, force=False, shard=None)
+            runner = ArenaRunner(cfg, store, opened.id, RunProgress(1, enabled=False))
+
+            async def cancel(*_: Any, **__: Any) -> Any:
+                raise asyncio.CancelledError
+
+            runner._converse = cancel  # type: ignore[method-assign]
+            await runner.run_unit(unit)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(cancelled_midway())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +34,7 @@ from cogwm.arena.progress import RunProgress
 from cogwm.arena.provenance import git_revision, package_versions
 from cogwm.arena.scenarios import Scenario, select_scenarios
 from cogwm.arena.scoring import conversation_metrics, user_states
-from cogwm.arena.termination import ConversationStatus, Termination
+from cogwm.arena.termination import ConversationStatus, FailureOrigin, Termination
 from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
 from cogwm.arena.units import Shard, Unit, plan_units, shard_units
 from cogwm.errors import CogwmError, ConfigError
@@ -41,6 +42,8 @@ from cogwm.models import Model, load, recording
 from cogwm.models.types import CallRecord, ModelCallError
 from cogwm.schema import CognitiveState, Profile, Record, TaskSpec
 from cogwm.store.db import PrepRow, RunStore, UnitRow
+
+log = logging.getLogger("cogwm.arena")
 
 
 class RunSummary(Record):
@@ -174,24 +177,32 @@ class ArenaRunner:
     # ------------------------------------------------------------------------ one conversation
 
     async def run_unit(self, unit: Unit) -> bool:
-        """Run one unit to its end and store it; returns False if it ended with an error."""
+        """Run one unit to its end and store it; returns False if it ended with an error.
+
+        Whatever goes wrong inside the unit (a model call failing for good, a corrupt cache row,
+        a store error, a bug) ends this conversation as failed with its reason; the batch goes
+        on. Cancellation is never swallowed.
+        """
         task = tasks.get(unit.task)
         conversation_id = self.store.start_conversation(self.run_id, self._unit_row(unit))
         with recording(lambda record: self._on_call(conversation_id, record)):
             try:
-                outcome = await self._converse(unit, task, conversation_id)
-                if outcome.termination is Termination.ERROR:
-                    return self._fail(conversation_id, outcome.rounds, outcome.error)
-                judge = self.config.judge_model
-                verdict = await judge_good_outcome(
-                    self.model(judge),
-                    judge,
-                    task,
-                    outcome.turns,
-                    seed=derive_seed(unit.seed(self.config.seed), "judge"),
-                )
-            except (ModelCallError, CogwmError) as exc:
-                return self._fail(conversation_id, None, str(exc))
+                return await self._play(unit, task, conversation_id)
+            except Exception as exc:  # one bad conversation never ends the batch
+                return self._fail(conversation_id, None, failure_reason(exc))
+
+    async def _play(self, unit: Unit, task: TaskSpec, conversation_id: int) -> bool:
+        outcome = await self._converse(unit, task, conversation_id)
+        if outcome.termination is Termination.ERROR:
+            return self._fail(conversation_id, outcome.rounds, outcome.error)
+        judge = self.config.judge_model
+        verdict = await judge_good_outcome(
+            self.model(judge),
+            judge,
+            task,
+            outcome.turns,
+            seed=derive_seed(unit.seed(self.config.seed), "judge"),
+        )
         metrics = conversation_metrics(user_states(outcome.turns), task)
         metrics["go"] = None if verdict.good is None else float(verdict.good)
         self.store.finish_conversation(
@@ -242,6 +253,7 @@ class ArenaRunner:
             termination=Termination.ERROR,
             rounds=rounds or 0,
             error=error,
+            failure_kind=FailureOrigin.INFRASTRUCTURE,
         )
         self.progress.on_conversation(failed=True)
         return False
@@ -264,6 +276,14 @@ class ArenaRunner:
     def _on_call(self, conversation_id: int | None, record: CallRecord) -> None:
         self.store.add_call(self.run_id, conversation_id, record)
         self.progress.on_call(record)
+
+
+def failure_reason(exc: Exception) -> str:
+    """A one-line reason for a failed conversation (the type is named unless it is ours)."""
+    if isinstance(exc, ModelCallError | CogwmError):
+        return str(exc)
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 class _StoreSink:
@@ -425,7 +445,12 @@ async def _run_all(runner: ArenaRunner, units: list[Unit], concurrency: int) -> 
 
     async def one(unit: Unit) -> None:
         async with limit:
-            await runner.run_unit(unit)
+            try:
+                await runner.run_unit(unit)
+            except Exception as exc:  # the store could not even record the failure
+                # The conversation stays 'running' in the store, so --resume runs it again.
+                log.error("%s: not stored: %s", unit.key, failure_reason(exc))
+                runner.progress.on_conversation(failed=True)
 
     async with asyncio.TaskGroup() as group:
         for unit in units:
