@@ -559,6 +559,14 @@ def eval_command(
             "when all are right (reports plain and circular rates).",
         ),
     ] = False,
+    history: Annotated[
+        str,
+        typer.Option(
+            "--history",
+            help="What retrospective items show: window (the item's window) or full (the whole "
+            "session up to the window's end). Recorded with the run.",
+        ),
+    ] = "window",
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
@@ -583,7 +591,9 @@ def eval_command(
             items,
             model,
             store,
-            _EvalOptions(seed, condition, inject_from, resume, circular, concurrency, base_url),
+            _EvalOptions(
+                seed, condition, inject_from, resume, circular, history, concurrency, base_url
+            ),
         )
         rows = _run_rates(store, summary.run_id)
         circular_rows = _run_circular(store, summary.run_id) if circular else []
@@ -624,6 +634,7 @@ class _EvalOptions(NamedTuple):
     teacher: str | None
     resume: bool
     circular: bool
+    history: str
     concurrency: int
     base_url: str | None
 
@@ -644,6 +655,7 @@ def _evaluate(items: list[ToMItem], spec: str, store: ToMStore, options: _EvalOp
                 teacher=options.teacher,
                 resume=options.resume,
                 circular=options.circular,
+                history=options.history,
                 concurrency=options.concurrency,
                 on_progress=advance,
             )
@@ -697,6 +709,9 @@ def _print_eval(
         "missing_reasoning": summary.missing_reasoning,
         "rotated": summary.rotated,
         "paths": dict(summary.paths),
+        "history": summary.history,
+        "prompt_words_mean": summary.prompt_length[0] if summary.prompt_length else None,
+        "prompt_words_max": summary.prompt_length[1] if summary.prompt_length else None,
     }
     if as_json:
         print_json(
@@ -721,6 +736,11 @@ def _print_eval(
         f"failed {summary.failed} (not stored; --resume retries them), unparsed "
         f"{summary.unparsed}; scoring paths {dict(summary.paths) or '—'}; stored in {db}"
     )
+    if summary.prompt_length:
+        mean, longest = summary.prompt_length
+        console.print(
+            f"history {summary.history}: prompts of {mean:.0f} words on average, {longest} at most"
+        )
     for name, found in (("circular", circular_rows), ("position_bias", bias_rows)):
         if found:
             console.print(generic_table(found, TITLES[name], name))

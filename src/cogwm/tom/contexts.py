@@ -42,6 +42,11 @@ class Context:
     index: int
     utterances: list[Utterance]
     following: list[Utterance] | None  # the next window's utterances; None for the last window
+    start: int = 0  # position of the window's first utterance in the session
+
+    def earlier_lines(self) -> list[Line]:
+        """The session's lines before this window (shown with ``--history full``)."""
+        return to_lines(self.dialogue.utterances[: self.start], self.domain)
 
     @property
     def is_last(self) -> bool:
@@ -111,6 +116,7 @@ def contexts_of(dialogues: Iterable[Dialogue]) -> list[Context]:
                     index=window.index,
                     utterances=window.utterances,
                     following=following,
+                    start=window.start,
                 )
             )
     return found

@@ -30,9 +30,12 @@ from dataclasses import dataclass, field
 
 from cogwm.errors import InputError
 from cogwm.models import Model
-from cogwm.models.types import ModelCallError, Sampling
+from cogwm.models.types import Message, ModelCallError, Sampling
 from cogwm.tom.items import ToMItem, Variant
 from cogwm.tom.prompts import (
+    HISTORIES,
+    HISTORY_FULL,
+    HISTORY_WINDOW,
     PROMPT_VERSION,
     Presentation,
     mc_messages,
@@ -53,10 +56,22 @@ def injected_condition(teacher: str) -> str:
     return f"injected:{teacher}"
 
 
-def run_id_for(model: str, condition: str, seed: int, prompt_version: str = PROMPT_VERSION) -> str:
-    """The id of a run: a hash of everything that changes its answers."""
-    key = json.dumps([model, condition, seed, prompt_version])
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
+def run_id_for(
+    model: str,
+    condition: str,
+    seed: int,
+    prompt_version: str = PROMPT_VERSION,
+    history: str = HISTORY_WINDOW,
+) -> str:
+    """The id of a run: a hash of everything that changes its answers.
+
+    The history mode enters the hash only when it is not the default window, so the ids of
+    window runs are those of runs made before the mode existed.
+    """
+    parts: list[object] = [model, condition, seed, prompt_version]
+    if history != HISTORY_WINDOW:
+        parts.append(f"history:{history}")
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -70,6 +85,16 @@ class EvalSummary:
     unparsed: int = 0
     missing_reasoning: int = 0
     rotated: int = 0  # items asked in every rotation (circular runs)
+    history: str = HISTORY_WINDOW
+    prompt_words: list[int] = field(default_factory=list)  # words of each prompt asked
+
+    @property
+    def prompt_length(self) -> tuple[float, int] | None:
+        """Mean and maximum prompt length in words, or None when nothing was asked."""
+        if not self.prompt_words:
+            return None
+        return sum(self.prompt_words) / len(self.prompt_words), max(self.prompt_words)
+
     paths: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
 
@@ -103,6 +128,7 @@ async def evaluate(
     teacher: str | None = None,
     resume: bool = False,
     circular: bool = False,
+    history: str = HISTORY_WINDOW,
     concurrency: int = 4,
     on_progress: Callable[[], None] | None = None,
 ) -> EvalSummary:
@@ -118,14 +144,19 @@ async def evaluate(
         teacher: The teacher model of an injection run.
         resume: Continue a run that has answers; without it such a run is an error.
         circular: Also ask every other rotation of each item's options (see the module doc).
+        history: What retrospective items show: ``window`` (the item's window) or ``full``
+            (the whole session up to the window's end); recorded with the run and part of
+            its id.
         concurrency: Items in flight at once.
         on_progress: Called after each item.
 
     Raises:
-        InputError: The run already has answers and ``resume`` is false.
+        InputError: The run already has answers and ``resume`` is false; an unknown history
+            mode; ``full`` history for an item built without the session before its window.
     """
+    _check_history(items, history)
     run = RunInfo(
-        run_id_for(model.spec, condition, seed),
+        run_id_for(model.spec, condition, seed, history=history),
         model.spec,
         condition,
         teacher,
@@ -142,6 +173,7 @@ async def evaluate(
             "teacher": teacher,
             "prompt_version": PROMPT_VERSION,
             "circular": circular,
+            "history": history,
         },
     )
     if circular:
@@ -153,7 +185,7 @@ async def evaluate(
             f"answers in {store.path}; pass --resume to continue it"
         )
     reasoning = store.reasoning(teacher, seed) if teacher is not None else None
-    summary = EvalSummary(run_id=run.run_id)
+    summary = EvalSummary(run_id=run.run_id, history=history)
     limit = asyncio.Semaphore(concurrency)
 
     rotated = store.rotated_ids(run.run_id) if circular else set()
@@ -193,14 +225,16 @@ async def _answer(
             return
     try:
         if item.variant is Variant.OPEN:
-            completion = await model.generate(open_messages(item), OPEN_SAMPLING, tag="tom-open")
+            messages = open_messages(item, summary.history)
+            summary.prompt_words.append(_words(messages))
+            completion = await model.generate(messages, OPEN_SAMPLING, tag="tom-open")
             store.put_open_answer(run.run_id, item.id, completion.text, completion.call_id)
             summary.paths["generated"] += 1
         else:
             shown = permutation(item, run.seed)
-            scores = await model.score_choices(
-                mc_messages(item, shown, reasoning=hint), shown.letters, tag="tom-eval"
-            )
+            messages = mc_messages(item, shown, reasoning=hint, history=summary.history)
+            summary.prompt_words.append(_words(messages))
+            scores = await model.score_choices(messages, shown.letters, tag="tom-eval")
             row = score_answer(
                 run.run_id,
                 item,
@@ -220,6 +254,22 @@ async def _answer(
             summary.failures.append(f"{item.id}: {exc.reason}")
         return
     summary.answered += 1
+
+
+def _check_history(items: Sequence[ToMItem], history: str) -> None:
+    if history not in HISTORIES:
+        raise InputError(f"--history must be one of {', '.join(HISTORIES)}, got {history!r}")
+    if history == HISTORY_FULL:
+        lacking = [i.id for i in items if i.lacks_earlier]
+        if lacking:
+            raise InputError(
+                f"{len(lacking)} retrospective items (e.g. {lacking[0]!r}) have no record of the "
+                "session before their window; rebuild them with this version to use --history full"
+            )
+
+
+def _words(messages: Sequence[Message]) -> int:
+    return sum(len(m.content.split()) for m in messages)
 
 
 def rotations(shown: Presentation) -> list[Presentation]:
@@ -247,9 +297,8 @@ async def _rotations(
     rows: list[AnswerRow] = []
     try:
         for shown in rotations(permutation(item, run.seed)):
-            scores = await model.score_choices(
-                mc_messages(item, shown, reasoning=hint), shown.letters, tag="tom-eval"
-            )
+            messages = mc_messages(item, shown, reasoning=hint, history=summary.history)
+            scores = await model.score_choices(messages, shown.letters, tag="tom-eval")
             rows.append(
                 score_answer(
                     run.run_id,

@@ -380,6 +380,7 @@ class ItemGenerator:
             initiator=context.initiator,
             recipient=context.recipient,
             context=context.lines(),
+            earlier=context.earlier_lines() if task is Task.RETROSPECTIVE else [],
             history_turns=None if task is Task.RETROSPECTIVE else 0,
             profile=profile,
             question=question,

@@ -134,6 +134,11 @@ class ToMItem(Record):
     initiator: str = Field(min_length=1, description="Display name of the initiator.")
     recipient: str = Field(min_length=1, description="Display name of the recipient.")
     context: list[Line]
+    earlier: list[Line] = Field(
+        default_factory=list,
+        description="Retrospective items: the session's lines before the window, shown only "
+        "when evaluated with the full session history.",
+    )
     history_turns: int | None = Field(default=None, ge=0)
     profile: str | None = Field(
         default=None, description="The recipient's mental-state profile shown (prospective)."
@@ -199,18 +204,36 @@ class ToMItem(Record):
         """Whether the last option is "None of the above" (it stays last when shuffled)."""
         return bool(self.options) and option_key(self.options[-1]) == _NOTA_KEY
 
-    def shown_history(self) -> list[Line]:
-        """The context lines the subject sees (see ``history_turns``)."""
+    def shown_history(self, *, full: bool = False) -> list[Line]:
+        """The context lines the subject sees (see ``history_turns``).
+
+        ``full`` shows a retrospective item the whole session up to the window's end
+        (``earlier`` and the window) instead of the window alone.
+        """
         if self.history_turns is None:
-            return list(self.context)
+            return [*self.earlier, *self.context] if full else list(self.context)
         if self.history_turns == 0:
             return []
         turns = group_turns(self.context)
         return [line for turn in turns[-self.history_turns :] for line in turn]
 
     def content_hash(self) -> str:
-        """A short hash of the whole record (detects two different items under one id)."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+        """A short hash of the whole record (detects two different items under one id).
+
+        An empty ``earlier`` is left out, so items written before it existed keep their hash.
+        """
+        exclude = None if self.earlier else {"earlier"}
+        return hashlib.sha256(self.model_dump_json(exclude=exclude).encode()).hexdigest()[:16]
+
+    @property
+    def lacks_earlier(self) -> bool:
+        """A retrospective item of a later window without the session before it."""
+        return (
+            self.task is Task.RETROSPECTIVE
+            and self.history_turns is None
+            and self.provenance.window_index > 0
+            and not self.earlier
+        )
 
 
 def option_key(text: str) -> str:

@@ -69,9 +69,15 @@ def render_options(item: ToMItem, shown: Presentation) -> str:
     )
 
 
-def _body(item: ToMItem) -> str:
+#: What retrospective items show: the window, or the whole session up to the window's end.
+HISTORY_WINDOW = "window"
+HISTORY_FULL = "full"
+HISTORIES = (HISTORY_WINDOW, HISTORY_FULL)
+
+
+def _body(item: ToMItem, history_mode: str = HISTORY_WINDOW) -> str:
     parts: list[str] = []
-    history = item.shown_history()
+    history = item.shown_history(full=history_mode == HISTORY_FULL)
     if item.task is Task.RETROSPECTIVE:
         parts.append(f"Conversation between a {item.initiator} and a {item.recipient}:")
         parts.append(render_lines(history))
@@ -87,14 +93,24 @@ def _body(item: ToMItem) -> str:
 
 
 def mc_messages(
-    item: ToMItem, shown: Presentation, *, reasoning: str | None = None
+    item: ToMItem,
+    shown: Presentation,
+    *,
+    reasoning: str | None = None,
+    history: str = HISTORY_WINDOW,
 ) -> list[Message]:
     """The messages that ask ``item`` as a multiple-choice question.
 
     ``reasoning`` (the reasoning-injection probe) is another model's analysis with its option
-    references masked, shown before the question.
+    references masked, shown before the question. ``history`` is ``window`` or ``full`` (the
+    whole session up to the window's end, for retrospective items).
     """
-    parts = [_body(item), "", f"Question: {item.question}", render_options(item, shown)]
+    parts = [
+        _body(item, history),
+        "",
+        f"Question: {item.question}",
+        render_options(item, shown),
+    ]
     if reasoning is not None:
         parts += ["", "An analysis of this question by another model (option names hidden):"]
         parts.append(reasoning)
@@ -122,9 +138,9 @@ def reasoning_messages(item: ToMItem, shown: Presentation) -> list[Message]:
     ]
 
 
-def open_messages(item: ToMItem) -> list[Message]:
-    """The messages that ask an open-ended item."""
-    parts = [_body(item), "", item.question]
+def open_messages(item: ToMItem, history: str = HISTORY_WINDOW) -> list[Message]:
+    """The messages that ask an open-ended item (``history`` as in :func:`mc_messages`)."""
+    parts = [_body(item, history), "", item.question]
     return [
         Message(role="system", content=OPEN_SYSTEM_PROMPT),
         Message(role="user", content="\n".join(parts)),

@@ -744,12 +744,26 @@ def _counts_of(values: Iterable[str]) -> dict[str, int]:
 # -- everything ----------------------------------------------------------------
 
 
+FULL_HISTORY_SUFFIX = " [full history]"
+
+
+def _with_history(answer: ScoredAnswer) -> ScoredAnswer:
+    if answer.history == "window":
+        return answer
+    return answer._replace(model=f"{answer.model}{FULL_HISTORY_SUFFIX}")
+
+
 def compute_stats(
     answers: Sequence[ScoredAnswer],
     open_scores: Sequence[tuple[str, str, str, OpenScoreRow]] = (),
     choices: Sequence[ChoiceRecord] = (),
 ) -> StatsReport:
-    """Every table of ``cogwm tom stats`` (``choices``: every asked order, for position bias)."""
+    """Every table of ``cogwm tom stats`` (``choices``: every asked order, for position bias).
+
+    Runs with the full session history are kept apart from window runs of the same model: their
+    model is shown as ``<model> [full history]``.
+    """
+    answers = [_with_history(a) for a in answers]
     plain = _plain(answers)
     hard = _of(plain, Variant.HARD)
     one_seed = single_seed(answers)

@@ -354,6 +354,7 @@ def retrospective_item(
         initiator=context.initiator,
         recipient=context.recipient,
         context=context.lines(),
+        earlier=context.earlier_lines(),
         history_turns=None,
         question=scheme.question,
         options=options,
