@@ -40,7 +40,7 @@ def make_run(path: Path, **overrides: Any) -> Path:
         last = db.execute("SELECT MAX(id) FROM conversations").fetchone()[0]
         db.execute(
             "UPDATE conversations SET status = 'failed', termination = 'error',"
-            " error = 'HTTP 500 (scripted)' WHERE id = ?",
+            " error = 'HTTP 500 (scripted)', failure_kind = 'infrastructure' WHERE id = ?",
             (last,),
         )
     db.close()

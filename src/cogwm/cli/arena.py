@@ -132,3 +132,33 @@ def merge_command(
         f"merged {summary.shards} shards into {out}: {summary.conversations} conversations "
         f"({summary.unfinished} unfinished, {summary.duplicates} duplicates dropped)"
     )
+
+
+@app.command("export")
+def export_command(
+    conversation: Annotated[int, typer.Option("--conversation", help="Conversation id.")],
+    db: DbOption = Path("runs.sqlite"),
+    fmt: Annotated[str, typer.Option("--format", help="'md' (Markdown) or 'tex' (LaTeX).")] = "md",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write here instead of standard output.")
+    ] = None,
+    empty: Annotated[
+        str, typer.Option(help="Empty B/D/I: 'zero' (paper) or 'carry' (last known value).")
+    ] = "zero",
+) -> None:
+    """A case-study transcript of one conversation with the user's state at each user turn."""
+    from cogwm.errors import InputError
+    from cogwm.store import RunStore
+    from cogwm.web.export import ExportFormat, export_conversation
+
+    if fmt not in {f.value for f in ExportFormat}:
+        raise InputError(f"--format must be 'md' or 'tex', got {fmt!r}")
+    if empty not in ("zero", "carry"):
+        raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
+    with RunStore(db, create=False) as store:
+        text = export_conversation(store, conversation, fmt, empty=empty)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        err_console.print(f"wrote {out}")

@@ -73,12 +73,13 @@ def curves(
         nonzero_only: Drop turns where the value is unknown or zero before interpolating.
         rescale: ``(from_low, from_high, to_low, to_high)`` applied to every value.
     """
+    by_arm: dict[str, list[ConversationData]] = {}
+    for c in convs:
+        by_arm.setdefault(c.arm, []).append(c)
     found = []
-    for arm in sorted({c.arm for c in convs}):
+    for arm, mine in sorted(by_arm.items()):
         rows = []
-        for c in convs:
-            if c.arm != arm:
-                continue
+        for c in mine:
             values = dimension_series(c, dimension, empty)
             if nonzero_only:
                 values = _nonzero(values)
