@@ -1,0 +1,77 @@
+"""``cogwm annotate labels``: the file it writes and the counts it prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cogwm.annotate.io import read_labelled
+from cogwm.annotate.summary import summarize
+from cogwm.cli.annotate_labels import labels
+from cogwm.errors import InputError
+from cogwm.schema import lexicon
+
+runner = CliRunner()
+app = typer.Typer()
+app.command("labels")(labels)
+
+
+@app.command("noop")
+def _noop() -> None:  # a second command keeps 'labels' a subcommand
+    """Nothing."""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexicon, "_extra", {})
+
+
+def test_labels_writes_jsonl_and_prints_counts(fixtures_dir: Path, tmp_path: Path) -> None:
+    # Catches: a summary that counts only user turns with an entry (the unknown column must
+    # include user turns without any label) or a file that does not read back.
+    out = tmp_path / "dd.jsonl"
+    result = runner.invoke(
+        app, ["labels", "dailydialog", "--data-dir", str(fixtures_dir), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    items = list(read_labelled(out))
+    summary = summarize(items)
+    assert summary.user_turns == sum(len(i.dialogue.user_turns()) for i in items)
+    assert summary.fields["emotion"].value == summary.user_turns
+    assert summary.fields["beliefs"].unknown == summary.user_turns
+    assert "neutral" in result.stdout and "dailydialog.E7" in result.stdout
+    assert f"wrote {len(items):,} labelled dialogues" in result.stdout
+
+
+def test_labels_counts_unlabelled_user_turns_as_unknown(fixtures_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "esconv.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "labels",
+            "esconv",
+            "--data-dir",
+            str(fixtures_dir),
+            "--split",
+            "train",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = summarize(read_labelled(out))
+    emotion = summary.fields["emotion"]
+    assert emotion.value + emotion.empty + emotion.unknown == summary.user_turns
+    assert emotion.unknown > 0  # middle seeker turns say nothing
+
+
+def test_labels_refuses_a_missing_output_directory(fixtures_dir: Path, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["labels", "esconv", "--data-dir", str(fixtures_dir), "--out", str(tmp_path / "x" / "o")],
+    )
+    assert isinstance(result.exception, InputError)
+    assert "does not exist" in str(result.exception)
