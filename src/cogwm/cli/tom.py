@@ -812,15 +812,29 @@ def stats_command(
     csv_dir: Annotated[
         Path | None, typer.Option("--csv", help="Write one CSV per table into this directory.")
     ] = None,
+    errors: Annotated[
+        bool,
+        typer.Option(
+            "--errors",
+            help="Error analysis: which kind of distractor wrong answers chose, by task and "
+            "attribute (models and people).",
+        ),
+    ] = False,
 ) -> None:
     """The paper's tables: CR with intervals, the gaps and their tests, correlations, curves."""
+    from cogwm.tom.distractors import option_kinds
     from cogwm.tom.stats import ChoiceRecord, compute_stats
     from cogwm.tom.store import open_store
     from cogwm.tom.tables import render_report, report_json, write_csv
 
     with open_store(db, must_exist=True) as store:
         choices = [ChoiceRecord(*c) for c in store.choice_records()]
-        report = compute_stats(store.scored_answers(), store.open_scores(), choices)
+        kinds = (
+            {item_id: option_kinds(item) for item_id, item in store.items().items()}
+            if errors
+            else None
+        )
+        report = compute_stats(store.scored_answers(), store.open_scores(), choices, kinds)
     if csv_dir is not None:
         written = write_csv(report, csv_dir)
         err_console.print(f"{len(written)} tables written to {csv_dir}")

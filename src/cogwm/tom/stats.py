@@ -20,6 +20,8 @@ never 0.
 - Table 8: reasoning injection: per student x teacher x domain, the student's CR without and with
   the masked reasoning on the same items, McNemar's test on the pairs.
 - Degradation: CR per model x domain x restored history turns.
+- Errors (``--errors``): for the wrong answers of each model x task x attribute, the share that
+  chose each kind of distractor (:mod:`cogwm.tom.distractors`), for models and people alike.
 - Seeds: runs of one model and condition with different seeds (option orders) are kept apart:
   a rate cell over several seeds is the mean of the per-seed rates ± their standard deviation
   (``seeds``, ``seed_sd``), the ``seeds`` table lists every seed's rate, and the tests (Tables 3,
@@ -37,7 +39,7 @@ never 0.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
@@ -217,6 +219,18 @@ class PositionBiasRow(_Row):
     letters: str  # "A:12 B:80 ..."
 
 
+class ErrorRow(_Row):
+    """Wrong answers of one model x task x attribute that chose one kind of distractor."""
+
+    model: str
+    task: str
+    attribute: str
+    kind: str
+    n: int
+    share: float  # of the wrong answers of this model x task x attribute
+    wrong: int
+
+
 class ChoiceRecord(NamedTuple):
     """One asked order of an item: what the statistics of position bias need."""
 
@@ -244,6 +258,7 @@ class StatsReport(_Row):
     circular: list[CircularRow] = []
     position_bias: list[PositionBiasRow] = []
     seeds: list[RateRow] = []
+    errors: list[ErrorRow] = []
     all_cells: list[RateRow]
 
 
@@ -741,6 +756,39 @@ def _counts_of(values: Iterable[str]) -> dict[str, int]:
     return dict(counts)
 
 
+# -- error analysis ------------------------------------------------------------
+
+
+def error_analysis(
+    answers: Sequence[ScoredAnswer], kinds: Mapping[str, Sequence[str | None]]
+) -> list[ErrorRow]:
+    """Which kind of distractor the wrong answers chose, per model x task x attribute.
+
+    ``kinds`` gives, per item id, the kind of each stored option (None for the gold;
+    :func:`cogwm.tom.distractors.option_kinds`). Unparsed answers are the kind ``unparsed``.
+    """
+    wrong = [a for a in _plain(answers) if not a.correct]
+    rows: list[ErrorRow] = []
+    cells = group_by(wrong, lambda a: (a.model, a.task, a.attribute or "—"))
+    for (model, task, attribute), group in cells.items():
+        counted = _counts_of(_error_kind(a, kinds) for a in group)
+        for kind, n in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0])):
+            rows.append(
+                ErrorRow(model=model, task=task, attribute=attribute, kind=kind, n=n,
+                         share=n / len(group), wrong=len(group))
+            )  # fmt: skip
+    return rows
+
+
+def _error_kind(answer: ScoredAnswer, kinds: Mapping[str, Sequence[str | None]]) -> str:
+    if answer.chosen_index is None:
+        return "unparsed"
+    known = kinds.get(answer.item_id)
+    if known is None or answer.chosen_index >= len(known):
+        return "unknown item"
+    return known[answer.chosen_index] or "gold"
+
+
 # -- everything ----------------------------------------------------------------
 
 
@@ -757,8 +805,12 @@ def compute_stats(
     answers: Sequence[ScoredAnswer],
     open_scores: Sequence[tuple[str, str, str, OpenScoreRow]] = (),
     choices: Sequence[ChoiceRecord] = (),
+    kinds: Mapping[str, Sequence[str | None]] | None = None,
 ) -> StatsReport:
-    """Every table of ``cogwm tom stats`` (``choices``: every asked order, for position bias).
+    """Every table of ``cogwm tom stats``.
+
+    ``choices`` (every asked order) gives the position-bias table; ``kinds`` (the kind of each
+    option of each item) the error analysis.
 
     Runs with the full session history are kept apart from window runs of the same model: their
     model is shown as ``<model> [full history]``.
@@ -785,6 +837,7 @@ def compute_stats(
         circular=circular_rates(answers),
         position_bias=position_bias(choices),
         seeds=seed_rates(answers),
+        errors=error_analysis(answers, kinds) if kinds is not None else [],
         all_cells=rate_rows(
             answers, ("model", "condition", "domain", "task", "attribute", "variant", "source")
         ),

@@ -33,6 +33,7 @@ TITLES: dict[str, str] = {
     "circular": "Circular evaluation — plain CR vs CR with every rotation right",
     "position_bias": "Position bias — most chosen letter over every asked order",
     "seeds": "Seeds — CR of every seed of the models run with several",
+    "errors": "Errors — the kind of distractor chosen by wrong answers",
 }
 
 
@@ -144,6 +145,7 @@ _PCT = {
     "people_agreement": {"rate"},
     "circular": {"plain", "circular", "delta"},
     "position_bias": {"top_share", "gold_share"},
+    "errors": {"share"},
 }
 
 _RATE_KEYS = {

@@ -44,6 +44,7 @@ from cogwm.corpora import word_count
 from cogwm.schema import Role, Utterance
 from cogwm.schema.labels import AnnoMIMeta, AnnoMIUtteranceLabels, ESConvMeta, P4GMeta
 from cogwm.tom.contexts import Context, continuation_text
+from cogwm.tom.distractors import template_rationale
 from cogwm.tom.items import (
     Attribute,
     Domain,
@@ -343,9 +344,14 @@ def retrospective_item(
     """The retrospective template item of ``scheme`` for one context."""
     item_id = _item_id(context.id, Task.RETROSPECTIVE, scheme)
     rng = random.Random(f"{seed}:{item_id}")
-    values = [gold.value, *_distractor_values(scheme, gold.value, rng)]
+    distractors = _distractor_values(scheme, gold.value, rng)
+    values = [gold.value, *distractors]
     rng.shuffle(values)
     options = [scheme.statement(v, context) for v in values]
+    rationales = {
+        scheme.statement(v, context): template_rationale(scheme.label_field, v, gold.value)
+        for v in distractors
+    }
     return ToMItem(
         id=item_id,
         task=Task.RETROSPECTIVE,
@@ -359,6 +365,7 @@ def retrospective_item(
         question=scheme.question,
         options=options,
         gold=scheme.statement(gold.value, context),
+        rationales=rationales,
         provenance=_provenance(context, scheme, gold, seed),
     )
 
@@ -391,8 +398,12 @@ def prospective_items(
         if not distractors:
             continue
         item_id = _item_id(context.id, Task.PROSPECTIVE, scheme)
-        options = [gold_text, *distractors]
+        options = [gold_text, *(text for _, text in distractors)]
         random.Random(f"{seed}:{item_id}").shuffle(options)
+        rationales = {
+            text: template_rationale(scheme.label_field, value, gold.value)
+            for value, text in distractors
+        }
         items.append(
             ToMItem(
                 id=item_id,
@@ -407,6 +418,7 @@ def prospective_items(
                 question=PROSPECTIVE_QUESTION,
                 options=options,
                 gold=gold_text,
+                rationales=rationales,
                 provenance=_provenance(context, scheme, gold, seed),
             )
         )
@@ -415,8 +427,9 @@ def prospective_items(
 
 def _contrast_openings(
     i: int, value: str, golds: Sequence[Gold | None], texts: Sequence[str | None]
-) -> list[str]:
-    """Per other label value, the opening (after a window ending in it) nearest in length."""
+) -> list[tuple[str, str]]:
+    """Per other label value, (value, the opening after a window ending in it nearest in
+    length)."""
     target = word_count(texts[i] or "")
     best: dict[str, tuple[int, int, str]] = {}
     for j, (other, text) in enumerate(zip(golds, texts, strict=True)):
@@ -425,11 +438,11 @@ def _contrast_openings(
         rank = (abs(word_count(text) - target), abs(j - i), text)
         if other.value not in best or rank < best[other.value]:
             best[other.value] = rank
-    chosen: list[str] = []
+    chosen: list[tuple[str, str]] = []
     seen = {option_key(texts[i] or "")}
-    for _, (_, _, text) in sorted(best.items()):
+    for other_value, (_, _, text) in sorted(best.items()):
         if option_key(text) not in seen:
-            chosen.append(text)
+            chosen.append((other_value, text))
             seen.add(option_key(text))
     return chosen
 
