@@ -193,7 +193,7 @@ def test_cli_writes_the_file(
 
 def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cogwm("view", "--out", str(tmp_path / "x.html")) == 2
-    assert "give --db" in capsys.readouterr().err
+    assert "exactly one of --db" in capsys.readouterr().err
     assert cogwm("view", "--db", str(tmp_path / "missing.sqlite")) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "does not exist" in err and "Traceback" not in err
