@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from cogwm.annotate.human import TABLES, labelled_dialogues, names
+from cogwm.annotate.human import persuasionforgood as p4g
 from cogwm.corpora.dailydialog import EMOTIONS
 from cogwm.errors import InputError
-from cogwm.schema import Role, lexicon
+from cogwm.schema import BigFive, Dialogue, Profile, Role, Utterance, lexicon
+from cogwm.schema.labels import P4GMeta, P4GParticipant, P4GSentence, P4GUtteranceLabels
 from cogwm.schema.partial import FieldKind, LabelledDialogue
 
 
@@ -264,3 +266,132 @@ def test_every_table_row_names_its_corpus() -> None:
     for corpus, table in TABLES.items():
         assert all(row.id.startswith(f"{corpus}.") for row in table)
         assert all(row.note for row in table)
+
+
+# --- PersuasionForGood ------------------------------------------------------------------------
+
+
+def _p4g_dialogue(turn_acts: list[list[tuple[str, str | None]]]) -> Dialogue:
+    """A dialogue alternating persuader and persuadee; persuadee turn i has ``turn_acts[i]``."""
+    participant = P4GParticipant(user_id="u", actual_donation=0.0, num_turns=1)
+    utterances: list[Utterance] = []
+    for turn, acts in enumerate(turn_acts):
+        utterances.append(
+            Utterance(
+                index=len(utterances),
+                speaker="persuader",
+                role=Role.AGENT,
+                text="Please donate.",
+                labels=P4GUtteranceLabels(turn=turn),
+            )
+        )
+        sentences = [P4GSentence(text=text or act, ee_label_1=act) for act, text in acts]
+        utterances.append(
+            Utterance(
+                index=len(utterances),
+                speaker="persuadee",
+                role=Role.USER,
+                text=" ".join(s.text for s in sentences) or "ok",
+                labels=P4GUtteranceLabels(turn=turn, sentences=sentences),
+            )
+        )
+    return Dialogue(
+        id="persuasionforgood:x",
+        corpus="persuasionforgood",
+        utterances=utterances,
+        meta=P4GMeta(annotated=True, persuader=participant, persuadee=participant),
+        profile=Profile(
+            big_five=BigFive(
+                openness=3, conscientiousness=3, extraversion=3, agreeableness=3, neuroticism=3
+            ),
+            source="corpus",
+        ),
+    )
+
+
+def _intention(item: LabelledDialogue, turn: int) -> tuple[str, float | None, str | None]:
+    field = item.states[turn].intentions
+    assert field.origin is not None
+    return field.items[0].text, field.items[0].score, field.origin.rule
+
+
+def test_p4g_last_commitment_wins_and_amount_goes_into_the_text() -> None:
+    # Catches: the first label of a turn winning, the dollar amount lost, a refusal given a
+    # lower bound, or a greeting turn labelled at all.
+    item = p4g.label(
+        _p4g_dialogue(
+            [
+                [("greeting", None)],
+                [("disagree-donation", "No."), ("provide-donation-amount", "OK, $0.50 then.")],
+                [("disagree-donation", "No more.")],
+            ]
+        )
+    )
+    assert 1 not in item.states  # greeting: nothing known
+    assert _intention(item, 3) == (
+        "donate $0.50 to Save the Children",
+        2.0,
+        "persuasionforgood.I2",
+    )
+    assert [(c.relation, c.value) for c in item.states[3].constraints] == [("at_least", 1.5)]
+    assert _intention(item, 5)[1:] == (0.0, "persuasionforgood.I4")
+    assert [(c.relation, c.value) for c in item.states[5].constraints] == [("at_most", 0.5)]
+
+
+def test_p4g_refusing_more_keeps_the_earlier_commitment_only_when_there_is_one() -> None:
+    # Catches: disagree-donation-more read as a refusal (I=0), or invented without an earlier
+    # commitment.
+    item = p4g.label(
+        _p4g_dialogue(
+            [
+                [("disagree-donation-more", "Not more.")],
+                [("agree-donation", "Sure.")],
+                [("disagree-donation-more", "That's all.")],
+            ]
+        )
+    )
+    assert 1 not in item.states
+    assert _intention(item, 5) == ("donate to Save the Children", 2.0, "persuasionforgood.I6")
+    assert item.states[5].constraints == []
+
+
+def test_p4g_reactions_set_desire_and_the_profile_is_self_reported() -> None:
+    item = p4g.label(_p4g_dialogue([[("negative-reaction-to-donation", "I doubt charities.")]]))
+    desires = item.states[1].desires
+    assert [i.score for i in desires.items] == [0.5]
+    assert item.states[1].kind("beliefs") is FieldKind.UNKNOWN  # never B from the label
+    assert item.dialogue.profile is not None and item.dialogue.profile.source == "self_report"
+
+
+def test_p4g_yields_only_the_annotated_dialogues(fixtures_dir: Path) -> None:
+    # Catches: the unannotated dialogues (no turn-level label at all) being written out.
+    items = list(labelled_dialogues("p4g", fixtures_dir))
+    assert [i.dialogue.id for i in items] == ["persuasionforgood:20180101-000000_1_live"]
+    assert _intention(items[0], 3)[2] == "persuasionforgood.I2"  # provide-amount came last
+
+
+# --- INSPIRED ---------------------------------------------------------------------------------
+
+
+def test_inspired_outcome_goes_to_the_last_seeker_turn_as_decision_and_bounds(
+    fixtures_dir: Path,
+) -> None:
+    # Catches: the satisfaction rating stored as a score, accept_others given a bound, or
+    # the reason lost.
+    items = {i.dialogue.id: i for i in labelled_dialogues("inspired", fixtures_dir)}
+    good = items["inspired:20200102-000003_3_live"]
+    last = good.dialogue.user_turns()[-1].index
+    assert set(good.states) == {last}
+    state = good.states[last]
+    assert state.kind("desires") is FieldKind.UNKNOWN
+    bounds = {(c.target, c.relation, c.value) for c in state.constraints}
+    assert bounds == {("intention", "at_least", 1.5), ("desire", "at_least", 1.5)}
+    assert state.beliefs.items[0].text == "It was exactly what I was looking for."
+    assert good.dialogue.profile is not None and good.dialogue.profile.source == "self_report"
+    others = items["inspired:20200101-000001_1_live"]
+    (other_state,) = others.states.values()
+    assert {c.target for c in other_state.constraints} == {"intention"}
+    rejected = items["inspired:20200101-000002_2_live"]
+    (rejected_state,) = rejected.states.values()
+    assert rejected_state.intentions.items[0].score == 0.0
+    assert [(c.relation, c.value) for c in rejected_state.constraints] == [("at_most", 0.5)]

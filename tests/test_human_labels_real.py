@@ -102,3 +102,43 @@ def test_annomi_annotator_votes_real_counts(real_data_dir: Path) -> None:
         assert sum(1 for v in mine if v.tied) == tied
     shares = [v.majority_share for v in annomi_annotators.client_votes(votes) if len(v.labels) > 1]
     assert round(sum(shares) / len(shares), 2) == 0.80  # LABELS.md: mean majority share 0.80
+
+
+def test_persuasionforgood_real_counts(real_data_dir: Path) -> None:
+    # Raw xlsx (300_dialog.xlsx, persuadee rows grouped by (B2, Turn), ee_label_1 then
+    # ee_label_2 in row order, last donation label of a kind wins): commitment provide-amount
+    # 228, agree 157, ask-procedure 153, disagree 68, confirm 31; 12 turns refuse to give more
+    # after an earlier commitment; reactions positive 724, negative 146, neutral 79.
+    # Catches: the first label winning, unannotated dialogues included, carried commitments
+    # invented without an earlier one.
+    items = list(labelled_dialogues("p4g", real_data_dir))
+    assert len(items) == 300
+    rules = _rules(items)
+    expected = {
+        "persuasionforgood.I1": 157,
+        "persuasionforgood.I2": 228,
+        "persuasionforgood.I3": 31,
+        "persuasionforgood.I4": 68,
+        "persuasionforgood.I5": 153,
+        "persuasionforgood.I6": 12,
+        "persuasionforgood.D1": 724,
+        "persuasionforgood.D2": 79,
+        "persuasionforgood.D3": 146,
+    }
+    assert {rule: rules[rule] for rule in expected} == expected
+    bounds = Counter(
+        (c.relation, c.value) for i in items for s in i.states.values() for c in s.constraints
+    )
+    assert bounds == {("at_least", 1.5): 157 + 228 + 31, ("at_most", 0.5): 68}
+
+
+def test_inspired_real_counts(real_data_dir: Path) -> None:
+    # LABELS.md (pandas on dev.tsv/test.tsv): dev+test outcomes accept_rating_good 95,
+    # accept_others 62, accept_uninterested 29, accept_rating_mod 10, reject 2.
+    items = list(labelled_dialogues("inspired", real_data_dir))
+    assert len(items) == 198
+    rules = _rules(items)
+    assert [rules[f"inspired.I{n}"] for n in range(1, 6)] == [95, 10, 29, 62, 2]
+    assert rules["inspired.C6"] == 95 and rules["inspired.C9"] == 29
+    assert rules["inspired.C7"] == rules["inspired.C8"] == 10
+    assert all(len(i.states) == 1 for i in items)  # the last seeker turn only

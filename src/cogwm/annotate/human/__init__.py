@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from cogwm import corpora
-from cogwm.annotate.human import annomi, dailydialog, esconv
+from cogwm.annotate.human import annomi, dailydialog, esconv, inspired, persuasionforgood
 from cogwm.annotate.human.table import MappingRow, MappingTable
 from cogwm.corpora import annomi_annotators
 from cogwm.errors import InputError
@@ -37,6 +37,8 @@ TABLES: dict[str, MappingTable] = {
     "esconv": esconv.TABLE,
     "dailydialog": dailydialog.TABLE,
     "annomi": annomi.TABLE,
+    "persuasionforgood": persuasionforgood.TABLE,
+    "inspired": inspired.TABLE,
 }
 
 _Labeller = Callable[[list[Dialogue], Path], Iterator[LabelledDialogue]]
@@ -55,10 +57,21 @@ def _annomi(dialogues: list[Dialogue], corpus_dir: Path) -> Iterator[LabelledDia
     return (annomi.label(d, votes) for d in dialogues)
 
 
+def _persuasionforgood(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    # Only the 300 dialogues with act labels: the others have no turn-level human label.
+    return (persuasionforgood.label(d) for d in dialogues if persuasionforgood.is_labelled(d))
+
+
+def _inspired(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    return (inspired.label(d) for d in dialogues)
+
+
 _LABELLERS: dict[str, _Labeller] = {
     "esconv": _esconv,
     "dailydialog": _dailydialog,
     "annomi": _annomi,
+    "persuasionforgood": _persuasionforgood,
+    "inspired": _inspired,
 }
 
 

@@ -76,8 +76,8 @@ class MappingTable(Record):
 
     @model_validator(mode="after")
     def _unique(self) -> MappingTable:
-        ids = [r.id for r in self.rows]
-        keys = [(r.column, r.source, r.target) for r in self.rows]
+        ids = [r.id for r in self]
+        keys = [(r.column, r.source, r.target, r.relation, r.constraint_target) for r in self]
         if len(set(ids)) != len(ids):
             raise ValueError(f"{self.corpus}: row ids repeat")
         if len(set(keys)) != len(keys):
