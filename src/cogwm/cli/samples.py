@@ -1,0 +1,142 @@
+"""``cogwm samples``: training samples of the world model from labelled dialogues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from cogwm.cli.common import DataDirOption, console, err_console, resolve_data_dir
+from cogwm.errors import InputError
+from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS, SPLITS
+
+app = typer.Typer(
+    help="Training samples of the world model: one per user turn, split by dialogue.",
+    no_args_is_help=True,
+)
+
+
+class _Bar:
+    """A rich progress bar driven by ``(what, done, total)`` calls."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err_console,
+        )
+        self.task: TaskID | None = None
+        self.what = ""
+
+    def __call__(self, what: str, done: int, total: int | None) -> None:
+        if what != self.what or self.task is None:
+            if self.task is not None:
+                self.progress.update(self.task, visible=False)
+            self.task = self.progress.add_task(what, total=total)
+            self.what = what
+        self.progress.update(self.task, completed=done, total=total)
+
+
+@app.command("build")
+def build(
+    out: Annotated[
+        Path, typer.Option("--out", help="Output directory (train/val/test.jsonl, manifest.json).")
+    ],
+    annotations: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--annotations",
+            help="LLM-annotation export (cogwm.labels/1 JSONL); repeat for several.",
+            show_default=False,
+        ),
+    ] = None,
+    human: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--human",
+            help="Corpus whose human labels to use (esconv, dailydialog, annomi, "
+            "persuasionforgood, inspired, failed_esconv); repeat for several.",
+            show_default=False,
+        ),
+    ] = None,
+    data_dir: DataDirOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seeds the dialogue-level split.")] = 0,
+    history_turns: Annotated[
+        int,
+        typer.Option("--history-turns", min=1, help="Turns of history each sample shows."),
+    ] = DEFAULT_HISTORY_TURNS,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Read at most N labelled dialogues per source."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite the samples files of a non-empty --out.")
+    ] = False,
+) -> None:
+    """Build samples from human labels and/or LLM annotations, split by dialogue."""
+    from cogwm.simulator.build import Source, build_samples, check_out_dir, human_corpus
+
+    sources = [Source("human", human_corpus(c)) for c in human or []]
+    for path in annotations or []:
+        if not path.is_file():
+            raise InputError(f"--annotations {path}: file not found")
+        sources.append(Source("annotations", str(path)))
+    if not sources:
+        raise InputError("no sources: give --human CORPUS and/or --annotations FILE.jsonl")
+    check_out_dir(out, force=force)
+    root = resolve_data_dir(data_dir) if human else data_dir
+    bar = _Bar()
+    with bar.progress:
+        manifest = build_samples(
+            out,
+            sources,
+            data_dir=root,
+            seed=seed,
+            history_turns=history_turns,
+            limit=limit,
+            force=force,
+            progress=bar,
+        )
+    _summary(manifest, out)
+
+
+def _summary(manifest: dict[str, object], out: Path) -> None:
+    corpora = manifest["corpora"]
+    assert isinstance(corpora, dict)
+    table = Table("corpus", "task", "split rule", *SPLITS, "twins dropped", title="samples")
+    for name, info in corpora.items():
+        samples = info["samples"]
+        dropped = sum(info["dropped_as_twins"].values())
+        table.add_row(
+            name,
+            info["task"],
+            info["split_rule"],
+            *(f"{samples[s]:,}" for s in SPLITS),
+            f"{dropped:,}",
+        )
+    console.print(table)
+    lengths = manifest["token_lengths"]
+    assert isinstance(lengths, dict)
+    total = lengths.get("total")
+    if total:
+        console.print(
+            f"total tokens ({lengths['tokenizer']}, {lengths['measured']:,} samples): "
+            f"p50 {total['p50']:.0f}, p90 {total['p90']:.0f}, p99 {total['p99']:.0f}, "
+            f"max {total['max']:.0f}"
+        )
+    console.print(f"wrote {out}/{{train,val,test}}.jsonl and manifest.json")

@@ -1,0 +1,173 @@
+"""``cogwm validate``: a simulator's validity card, or several cards side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.errors import InputError
+from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
+from cogwm.simulator.validate.card import Card
+
+
+def validate(
+    cards: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Card files to compare (with --compare).", show_default=False),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="Simulator address, e.g. llamacpp:smollm2.", show_default=False
+        ),
+    ] = None,
+    data_dir: DataDirOption = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Items sampled per part (seeded); default all."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of sampling, decoding, bootstrap.")] = 0,
+    parts: Annotated[
+        list[str] | None,
+        typer.Option("--parts", help="Parts to measure (repeat or comma-separate); default all."),
+    ] = None,
+    ablation: Annotated[
+        str, typer.Option("--ablation", help="Input switch: none, no_big_five, no_styles, ...")
+    ] = "none",
+    label: Annotated[
+        str | None, typer.Option("--label", help="Column name in comparisons.", show_default=False)
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", min=1, help="Bootstrap resamples per interval.")
+    ] = DEFAULT_RESAMPLES,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the card (JSON) here.", show_default=False)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the card as JSON.")] = False,
+    compare_cards: Annotated[
+        bool, typer.Option("--compare", help="Compare card files instead of measuring.")
+    ] = False,
+    output_format: Annotated[
+        str, typer.Option("--format", help="Comparison output: text, json or csv.")
+    ] = "text",
+) -> None:
+    """Measure a simulator against held-out human labels (the validity card), or compare cards.
+
+    Each figure comes with a bootstrap 95 % CI (dialogues resampled), its n, and the majority and
+    random baselines. `cogwm validate --compare a.json b.json` prints rows = figures, columns =
+    simulators.
+    """
+    if compare_cards:
+        _compare(cards or [], output_format)
+        return
+    if cards:
+        raise InputError("card files are only read with --compare")
+    if model is None:
+        raise InputError("pass --model ADDRESS to measure a simulator, or --compare CARDS")
+    _measure(model, data_dir, limit, seed, parts, ablation, label, resamples, out, as_json)
+
+
+def _measure(
+    address: str,
+    data_dir: Path | None,
+    limit: int | None,
+    seed: int,
+    parts: list[str] | None,
+    ablation: str,
+    label: str | None,
+    resamples: int,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    from cogwm import models
+    from cogwm.simulator.validate import DEFAULT_PARTS, build_card, card_json, write_card
+    from cogwm.simulator.validate.reader import check_ablation
+    from cogwm.simulator.validate.run import check_parts
+
+    names = check_parts(_split(parts) if parts else list(DEFAULT_PARTS))
+    check_ablation(ablation)
+    if out is not None and out.exists() and out.is_dir():
+        raise InputError(f"--out {out} is a directory")
+    directory = resolve_data_dir(data_dir)
+    simulator = models.load(address)
+    card = build_card(
+        simulator,
+        address=address,
+        data_dir=directory,
+        parts=names,
+        limit=limit,
+        seed=seed,
+        resamples=resamples,
+        ablation=ablation,
+        label=label,
+        console=err_console,
+    )
+    if out is not None:
+        write_card(card, out)
+        err_console.print(f"card written to {out}")
+    if as_json:
+        print_json(card_json(card))
+        return
+    _print_card(card)
+
+
+def _split(values: list[str]) -> list[str]:
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _print_card(card: Card) -> None:
+    limit = "full sets" if card.limit is None else f"limit {card.limit} per part"
+    table = Table(
+        "figure", "value", "95% CI", "n", "failed", "majority", "random",
+        title=f"validity card: {card.label}",
+        caption=f"{card.model_identity}; seed {card.seed}; {limit}; ablation {card.ablation}",
+    )  # fmt: skip
+    for fig in card.figures:
+        ci = "-" if fig.ci_low is None or fig.ci_high is None else (
+            f"[{fig.ci_low:.3f}, {fig.ci_high:.3f}]"
+        )  # fmt: skip
+        arrow = "↑" if fig.higher_is_better else "↓"
+        table.add_row(
+            f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
+            _num(fig.baselines.majority), _num(fig.baselines.random),
+        )  # fmt: skip
+    console.print(table)
+    for part in card.parts:
+        console.print(
+            f"[bold]{part.name}[/]: {part.corpus} {part.split}; {part.selection}; "
+            f"{part.n_items:,} of {part.n_population:,} items from {part.n_dialogues:,} "
+            f"dialogues; {part.n_failed:,} of {part.n_calls:,} calls failed",
+            highlight=False,
+        )
+    for name, reason in card.left_out.items():
+        console.print(f"[bold]{name}[/]: left out ({reason})", highlight=False)
+
+
+def _compare(paths: list[Path], output_format: str) -> None:
+    from cogwm.simulator.validate import compare, read_card, text_rows, to_csv
+
+    if output_format not in ("text", "json", "csv"):
+        raise InputError(f"--format must be text, json or csv, got {output_format!r}")
+    if not paths:
+        raise InputError("--compare needs at least one card file")
+    comparison = compare([read_card(p) for p in paths])
+    if output_format == "json":
+        print_json(comparison.model_dump(mode="json"))
+        return
+    if output_format == "csv":
+        typer.echo(to_csv(comparison), nl=False)
+        return
+    table = Table("figure", "majority", "random", *comparison.columns, title="validity cards")
+    for row in text_rows(comparison):
+        table.add_row(*row)
+    console.print(table)
+    if not all(row.same_items for row in comparison.rows):
+        console.print("* the cards were measured on different items (n differs)")

@@ -1,0 +1,279 @@
+"""Training samples of the world model: one per user turn of a labelled dialogue (DESIGN.md §4).
+
+A sample's input is the simulator's prompt in the world-model format (:mod:`cogwm.simulator.format`,
+the same messages the arena's simulator sends): the task context, the user's profile, the initial
+state, a window of the history and the previous state. Its target is the state at that turn plus
+the user's real utterance, with character spans that tell state, utterance, syntax and unknown
+apart. One JSON line per sample (contract ``cogwm.samples/1``)::
+
+    {"schema": "cogwm.samples/1", "id": "<dialogue_id>:<turn_index>", "dialogue_id", "corpus",
+     "split", "turn_index", "messages": [{"role", "content"}, ...], "target", "target_spans":
+     [[start, end, tag], ...], "provenance": {"emotion": "human"|"llm"|"self_report"|"unknown",
+     ...}, "constraints": [...]}
+
+The states come from :class:`~cogwm.schema.partial.LabelledDialogue` records: the corpora's human
+labels (:func:`cogwm.annotate.human.labelled_dialogues`) or LLM annotations
+(:func:`cogwm.annotate.io.read_labelled`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from pydantic import Field, ValidationError
+
+from cogwm import tasks
+from cogwm.errors import InputError
+from cogwm.models.types import Message
+from cogwm.schema import CognitiveState, Dialogue, Profile, Record, Role, TaskSpec
+from cogwm.schema.labels import ESConvMeta
+from cogwm.schema.partial import STATE_FIELDS, Constraint, FieldKind, LabelledDialogue, PartialState
+from cogwm.simulator.format import (
+    SpanTag,
+    WorldModelInput,
+    WorldModelOutput,
+    build_messages,
+    fit_output,
+    render_target,
+)
+
+#: The tag every samples line carries.
+SCHEMA = "cogwm.samples/1"
+#: Turns of history a sample shows by default: the arena simulator's default window.
+DEFAULT_HISTORY_TURNS = 8
+
+Split = Literal["train", "val", "test"]
+SPLITS: tuple[Split, ...] = ("train", "val", "test")
+Provenance = Literal["human", "llm", "self_report", "unknown"]
+
+#: Corpora whose name differs from their task's corpus (FailedESConv plays the ESC task).
+_EXTRA_CORPUS_TASKS = {"failed_esconv": "ESC"}
+
+
+class Sample(Record):
+    """One training sample: the simulator's prompt at a user turn and what the user did there."""
+
+    id: str = Field(description="'<dialogue_id>:<turn_index>'.")
+    dialogue_id: str
+    corpus: str
+    split: Split
+    turn_index: int = Field(ge=0, description="Index into dialogue.turns() of the user turn.")
+    messages: list[Message]
+    target: str
+    target_spans: list[tuple[int, int, SpanTag]]
+    provenance: dict[str, Provenance] = Field(
+        description="Source of each state field: emotion, beliefs, desires, intentions."
+    )
+    constraints: list[Constraint] = Field(default_factory=list)
+
+
+def task_for_corpus(corpus: str) -> TaskSpec:
+    """The task a corpus's dialogues play (DailyDialog: DAILY, FailedESConv: ESC, ...).
+
+    Raises:
+        InputError: No task plays this corpus.
+    """
+    extra = _EXTRA_CORPUS_TASKS.get(corpus)
+    if extra is not None:
+        return tasks.get(extra)
+    spec = tasks.for_corpus(corpus)
+    if spec is None:
+        raise InputError(f"no task plays corpus {corpus!r}")
+    return spec
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------
+
+
+def dump_sample(sample: Sample) -> str:
+    """One sample as a JSON line (without the newline), tagged with :data:`SCHEMA`."""
+    data: dict[str, Any] = {"schema": SCHEMA, **sample.model_dump(mode="json")}
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_sample(line: str, *, where: str = "<line>") -> Sample:
+    """One JSON line back into a :class:`Sample`.
+
+    Raises:
+        InputError: Not JSON, no or another schema tag, or a record that does not validate.
+    """
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    tag = data.pop("schema", None)
+    if tag != SCHEMA:
+        raise InputError(f'{where}: expected "schema": "{SCHEMA}", got {tag!r}')
+    try:
+        return Sample.model_validate_json(json.dumps(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ()))
+        raise InputError(f"{where}: invalid sample at {field}: {first['msg']}") from None
+
+
+def read_samples(path: Path | str) -> Iterator[Sample]:
+    """Read a samples file lazily, one :class:`Sample` per non-blank line.
+
+    Raises:
+        InputError: A missing or unreadable file, or a bad line (named by file and line number).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    return _read_lines(path)
+
+
+def _read_lines(path: Path) -> Iterator[Sample]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield parse_sample(line, where=f"{path}: line {number}")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start} of a line)") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def write_samples(path: Path | str, samples: Iterable[Sample]) -> int:
+    """Write samples as JSON lines; returns how many were written.
+
+    The file is written beside its final name and renamed at the end, so an interrupted write
+    never leaves a truncated file under that name.
+
+    Raises:
+        InputError: The directory does not exist or the file cannot be written.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: directory {path.parent} does not exist")
+    partial = path.with_name(path.name + ".partial")
+    count = 0
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            for sample in samples:
+                handle.write(dump_sample(sample))
+                handle.write("\n")
+                count += 1
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return count
+
+
+# --------------------------------------------------------------------------------------------
+# From a labelled dialogue to samples
+# --------------------------------------------------------------------------------------------
+
+
+class BuiltSample(NamedTuple):
+    """A sample and the changes :func:`~cogwm.simulator.format.fit_output` made to its target."""
+
+    sample: Sample
+    fitted: list[str]
+
+
+def sample_context(dialogue: Dialogue, task: TaskSpec) -> str:
+    """The user's situation shown in a sample's prompt.
+
+    ESConv gives the seeker's own situation and problem type. Its ``emotion_type`` is left out:
+    it is the human label of the first seeker turn, so showing it would hand the model its target.
+    Other corpora have no per-dialogue situation and get the task's scenario (which the prompt
+    does not repeat).
+    """
+    meta = dialogue.meta
+    if isinstance(meta, ESConvMeta):
+        return f"{meta.situation.strip()} (problem: {meta.problem_type})"
+    return task.scenario
+
+
+def sample_profile(dialogue: Dialogue) -> Profile | None:
+    """The user's profile: an annotated one, or Big Five from corpus metadata (P4G, INSPIRED)."""
+    # Imported here: the arena package is large and only this helper is needed from it.
+    from cogwm.arena.scenarios import profile_from_metadata
+
+    return profile_from_metadata(dialogue)
+
+
+def dialogue_samples(
+    item: LabelledDialogue,
+    split: Split,
+    *,
+    history_turns: int = DEFAULT_HISTORY_TURNS,
+    task: TaskSpec | None = None,
+) -> Iterator[BuiltSample]:
+    """One sample per user turn of ``item``, in turn order.
+
+    The input shows the last ``history_turns`` turns before the user turn, the first known state
+    before it as the initial state and the latest known one as the previous state. The target is
+    the partial state at the turn (unknown fields rendered ``null`` and tagged unknown), the turn's
+    text as the utterance, and ``leave`` true on the user's last turn of the dialogue.
+
+    Args:
+        item: The dialogue and its partial states by turn index.
+        split: The split the dialogue belongs to (decided by the caller, per dialogue).
+        history_turns: Turns of history shown.
+        task: The task; default the one that plays the dialogue's corpus.
+    """
+    dialogue = item.dialogue
+    task = task or task_for_corpus(dialogue.corpus)
+    turns = dialogue.turns()
+    user_turns = [t.index for t in turns if t.role is Role.USER]
+    context = sample_context(dialogue, task)
+    profile = sample_profile(dialogue)
+    known: list[CognitiveState] = []
+    for index in user_turns:
+        partial = item.states.get(index, PartialState())
+        inp = WorldModelInput(
+            task=task.name,
+            context=context,
+            profile=profile,
+            initial_state=known[0] if known else None,
+            history=[(t.role.value, t.text) for t in turns[max(0, index - history_turns) : index]],
+            previous_state=known[-1] if known else None,
+        )
+        out = WorldModelOutput(
+            state=partial.to_state(), utterance=turns[index].text, leave=index == user_turns[-1]
+        )
+        fitted, changes = fit_output(out, task)
+        target, spans = render_target(fitted, partial)
+        sample = Sample(
+            id=f"{dialogue.id}:{index}",
+            dialogue_id=dialogue.id,
+            corpus=dialogue.corpus,
+            split=split,
+            turn_index=index,
+            messages=build_messages(inp, task),
+            target=target,
+            target_spans=spans,
+            provenance=provenance(partial),
+            constraints=list(partial.constraints),
+        )
+        yield BuiltSample(sample, changes)
+        if any(partial.kind(f) is FieldKind.VALUE for f in STATE_FIELDS):
+            known.append(partial.to_state())
+
+
+def provenance(partial: PartialState) -> dict[str, Provenance]:
+    """The source of each state field (``unknown`` where the source says nothing)."""
+    result: dict[str, Provenance] = {}
+    for field in STATE_FIELDS:
+        value = getattr(partial, field)
+        if value.kind is FieldKind.UNKNOWN or value.origin is None:
+            result[field] = "unknown"
+        else:
+            result[field] = value.origin.source.value
+    return result

@@ -1,0 +1,154 @@
+"""Dialogue-level train/val/test splits for the samples (never split by turn).
+
+The rule, per corpus:
+
+1. A corpus with an official train split (DailyDialog, ESConv's HF splits) keeps its official
+   splits, so its official test dialogues are never trained on.
+2. A corpus with official splits but no train split (INSPIRED's text is dev + test only) keeps its
+   official test split as test; its other dialogues are split seeded into train and val (8 : 1).
+3. A corpus without official splits is split seeded 80 / 10 / 10.
+
+Seeded splits hash the seed, the corpus and the *base* dialogue id, so a dialogue's split depends
+on nothing else (not on which other dialogues are present or their order), and the two DailyDialog
+readings of one dialogue (``<id>#A`` / ``<id>#B``), or a human-label and an LLM-annotated copy of
+it, always land in the same split.
+
+**Twins**: a dialogue whose normalised text also occurs in a higher split (test above val above
+train) is dropped from its lower split (DailyDialog has test dialogues whose exact text is also in
+its train and validation splits). They are counted, not silently lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from pydantic import Field
+
+from cogwm.schema import Dialogue, Record
+from cogwm.simulator.samples import SPLITS, Split
+
+#: Shares of a seeded split (train, val; the rest is test).
+SEEDED_SHARES = (0.8, 0.1)
+
+#: Official split names and what they are called here.
+_OFFICIAL: dict[str, Split] = {
+    "train": "train",
+    "valid": "val",
+    "validation": "val",
+    "val": "val",
+    "dev": "val",
+    "test": "test",
+}
+_RANK: dict[str, int] = {name: rank for rank, name in enumerate(SPLITS)}
+_NOT_WORDS = re.compile(r"[^0-9a-z]+")
+
+#: One line describing the rule, stored in the manifest.
+SPLIT_RULE = (
+    "by dialogue; official splits where the corpus has a train split (DailyDialog, ESConv), "
+    "official test kept where it has no train split (INSPIRED: the rest 8:1 train/val, seeded), "
+    "else seeded 80/10/10 by sha256(seed:corpus:base dialogue id); dialogues whose normalised "
+    "text occurs in a higher split (test > val > train) are dropped from the lower one"
+)
+
+
+def base_id(dialogue_id: str) -> str:
+    """The dialogue id without a reading suffix (``dailydialog:train:3#A`` → ``...:3``)."""
+    return dialogue_id.split("#", 1)[0]
+
+
+def official_split(dialogue: Dialogue) -> Split | None:
+    """The dialogue's official split under this module's names, or None."""
+    if dialogue.split is None:
+        return None
+    return _OFFICIAL.get(dialogue.split.strip().lower())
+
+
+def normalised_text(dialogue: Dialogue) -> str:
+    """The dialogue's words, lower case, without punctuation or spacing differences."""
+    words = (_NOT_WORDS.sub(" ", u.text.lower()).strip() for u in dialogue.utterances)
+    return " | ".join(w for w in words if w)
+
+
+def seeded_fraction(seed: int, corpus: str, dialogue_id: str) -> float:
+    """A number in [0, 1) fixed by the seed, the corpus and the base dialogue id."""
+    key = f"{seed}:{corpus}:{base_id(dialogue_id)}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+
+
+class SplitPlan(Record):
+    """The split of every base dialogue of one corpus, and what was dropped as a twin."""
+
+    corpus: str
+    rule: str = Field(description="'official', 'official test + seeded' or 'seeded'.")
+    splits: dict[str, Split] = Field(default_factory=dict, description="Base id -> split.")
+    dropped: dict[str, Split] = Field(
+        default_factory=dict, description="Base ids dropped as twins -> the split they were in."
+    )
+    twins: dict[str, int] = Field(
+        default_factory=dict,
+        description="Twin pairs by kind, e.g. 'test~train': test dialogues with a train twin.",
+    )
+
+    def split_of(self, dialogue_id: str) -> Split | None:
+        """The split of a dialogue (any reading), or None when it was dropped or is unknown."""
+        return self.splits.get(base_id(dialogue_id))
+
+
+def plan_splits(corpus: str, dialogues: Iterable[Dialogue], seed: int) -> SplitPlan:
+    """The split of each dialogue of one corpus (readings of one dialogue count once)."""
+    by_base: dict[str, Dialogue] = {}
+    for dialogue in dialogues:
+        by_base.setdefault(base_id(dialogue.id), dialogue)
+    official = {b: official_split(d) for b, d in by_base.items()}
+    present = {s for s in official.values() if s is not None}
+    if "train" in present:
+        rule = "official"
+        splits = {b: s or _seeded(seed, corpus, b) for b, s in official.items()}
+    elif "test" in present:
+        rule = "official test + seeded"
+        splits = {
+            b: "test" if s == "test" else _seeded(seed, corpus, b, no_test=True)
+            for b, s in official.items()
+        }
+    else:
+        rule = "seeded"
+        splits = {b: _seeded(seed, corpus, b) for b in by_base}
+    dropped, twins = _twins(by_base, splits)
+    for b in dropped:
+        del splits[b]
+    return SplitPlan(corpus=corpus, rule=rule, splits=splits, dropped=dropped, twins=twins)
+
+
+def _seeded(seed: int, corpus: str, base: str, *, no_test: bool = False) -> Split:
+    value = seeded_fraction(seed, corpus, base)
+    train, val = SEEDED_SHARES
+    if no_test:
+        return "train" if value < train / (train + val) else "val"
+    if value < train:
+        return "train"
+    return "val" if value < train + val else "test"
+
+
+def _twins(
+    by_base: dict[str, Dialogue], splits: dict[str, Split]
+) -> tuple[dict[str, Split], dict[str, int]]:
+    """Dialogues to drop because their text occurs in a higher split, and twin counts by kind."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for base, dialogue in by_base.items():
+        groups[normalised_text(dialogue)].append(base)
+    dropped: dict[str, Split] = {}
+    twins: dict[str, int] = defaultdict(int)
+    for members in groups.values():
+        in_split = {splits[b] for b in members}
+        if len(in_split) < 2:
+            continue
+        top = max(in_split, key=_RANK.__getitem__)
+        for split in sorted(in_split - {top}, key=_RANK.__getitem__):
+            twins[f"{top}~{split}"] += sum(1 for b in members if splits[b] == top)
+        for base in members:
+            if splits[base] != top:
+                dropped[base] = splits[base]
+    return dropped, dict(twins)

@@ -1,0 +1,51 @@
+"""``cogwm validate``: the validity card of a user simulator against held-out human labels.
+
+::
+
+    from cogwm import models
+    from cogwm.simulator.validate import build_card, write_card
+
+    card = build_card(models.load("llamacpp:smollm2"), address="llamacpp:smollm2",
+                      data_dir=Path("data"), limit=60)
+    write_card(card, Path("card.json"))
+
+Modules: ``card`` (the record and its file), ``items`` (held-out turns per corpus), ``reader``
+(simulator calls in the world-model format, input switches), ``figures`` (estimates, cluster
+bootstrap CIs, baselines), ``parts`` (what each part measures), ``run`` (the card),
+``compare`` (cards side by side).
+"""
+
+from cogwm.simulator.validate.card import (
+    CARD_SCHEMA,
+    Baselines,
+    Card,
+    Figure,
+    PartInfo,
+    card_json,
+    read_card,
+    write_card,
+)
+from cogwm.simulator.validate.compare import Comparison, compare, text_rows, to_csv
+from cogwm.simulator.validate.parts import NOT_YET, PARTS
+from cogwm.simulator.validate.reader import ABLATIONS
+from cogwm.simulator.validate.run import DEFAULT_PARTS, build_card
+
+__all__ = [
+    "ABLATIONS",
+    "CARD_SCHEMA",
+    "DEFAULT_PARTS",
+    "NOT_YET",
+    "PARTS",
+    "Baselines",
+    "Card",
+    "Comparison",
+    "Figure",
+    "PartInfo",
+    "build_card",
+    "card_json",
+    "compare",
+    "read_card",
+    "text_rows",
+    "to_csv",
+    "write_card",
+]

@@ -1,0 +1,140 @@
+"""The validity card: a simulator's figures against human labels, as a self-describing JSON record.
+
+A card names the simulator (address and backend identity), the data behind every figure (corpus,
+split, how items were chosen, n), the seed and limit of the run, the input switches (ablations)
+and the versions of the software. Each figure carries its point estimate, a bootstrap 95 % CI,
+its n, how many items had no usable answer, and the majority and random baselines beside it, so
+a number never stands without the yardstick that says whether it means anything.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cogwm.errors import InputError
+
+#: Schema tag of card files; a reader refuses other tags.
+CARD_SCHEMA = "cogwm.validity_card/1"
+
+
+class _Rec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Baselines(_Rec):
+    """What a simulator that ignores its input would score on the same items.
+
+    ``majority``: always the most frequent gold answer (a constant score for AUROC, so 0.5).
+    ``random``: answers drawn uniformly from the simulator's answer space (expected value).
+    None where the baseline has no meaning for the metric.
+    """
+
+    majority: float | None = None
+    random: float | None = None
+
+
+class Figure(_Rec):
+    """One measured number of a card."""
+
+    part: str = Field(description="The card part, e.g. 'dailydialog'.")
+    metric: str = Field(description="Metric name, e.g. 'emotion_accuracy', 'valence_auroc'.")
+    mode: str = Field(description="'understand' (real utterance given) or 'predict'.")
+    value: float | None = Field(description="Point estimate; None: undefined on these items.")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = Field(description="Items the figure is computed on.")
+    n_failed: int = Field(
+        default=0,
+        description="Items whose simulator call gave no usable answer (how they count: 'note').",
+    )
+    baselines: Baselines = Field(default_factory=Baselines)
+    higher_is_better: bool = True
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """The figure's row name in a comparison: ``part.metric[mode]``."""
+        return f"{self.part}.{self.metric}[{self.mode}]"
+
+
+class PartInfo(_Rec):
+    """The data behind one part of the card."""
+
+    name: str
+    corpus: str
+    split: str = Field(description="Which dialogues: an official split or a stated rule.")
+    selection: str = Field(description="Which turns are items, in words.")
+    mode: str
+    n_items: int
+    n_population: int = Field(description="Items before --limit sampled from them.")
+    n_dialogues: int
+    n_calls: int = 0
+    n_failed: int = 0
+
+
+class Card(_Rec):
+    """A simulator's validity card (see the module docstring)."""
+
+    schema_tag: str = Field(default=CARD_SCHEMA, alias="schema")
+    label: str = Field(description="Column name of this simulator in comparisons.")
+    model: str = Field(description="The model address, e.g. 'llamacpp:smollm2'.")
+    model_identity: str = Field(description="The backend's identity (file, hash, adapter).")
+    ablation: str = Field(default="none", description="Input switch applied to every call.")
+    seed: int
+    limit: int | None = Field(description="Items sampled per part; None: the full sets.")
+    resamples: int
+    confidence: float = 0.95
+    created: str
+    versions: dict[str, str] = Field(default_factory=dict)
+    parts: list[PartInfo] = Field(default_factory=list)
+    figures: list[Figure] = Field(default_factory=list)
+    left_out: dict[str, str] = Field(
+        default_factory=dict, description="Parts asked for but not measured, with the reason."
+    )
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def figure(self, key: str) -> Figure | None:
+        """The figure whose ``key`` is ``key`` (``part.metric[mode]``), if the card has it."""
+        return next((f for f in self.figures if f.key == key), None)
+
+
+def write_card(card: Card, path: Path) -> None:
+    """Write ``card`` as indented JSON to ``path`` (parent folders created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(card.model_dump_json(indent=2, by_alias=True) + "\n", encoding="utf-8")
+
+
+def card_json(card: Card) -> dict[str, object]:
+    """The card as a JSON-ready dict (the same keys as the file)."""
+    data: dict[str, object] = json.loads(card.model_dump_json(by_alias=True))
+    return data
+
+
+def read_card(path: Path) -> Card:
+    """Read a card file.
+
+    Raises:
+        InputError: A missing or unreadable file, not JSON, another schema tag, or fields that
+            do not fit the card record.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the card ({exc.strerror or exc})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, dict) or data.get("schema") != CARD_SCHEMA:
+        tag = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise InputError(f"{path}: expected a validity card (schema {CARD_SCHEMA!r}), got {tag!r}")
+    try:
+        return Card.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise InputError(f"{path}: invalid card: {where}: {first.get('msg')}") from exc

@@ -1,0 +1,142 @@
+"""Cards side by side (the paper's Table 4 layout): rows are figures, columns are simulators.
+
+Every row also carries the majority and random baselines and the n of its items. Baselines and n
+come from the first card that has the row; when cards were measured on different items (another
+``--limit`` or seed) their n differ, and the comparison says so rather than hiding it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from cogwm.errors import InputError
+from cogwm.simulator.validate.card import Card, Figure
+
+
+class Cell(BaseModel):
+    """One simulator's value for one row."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+class Row(BaseModel):
+    """One figure across simulators."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    higher_is_better: bool
+    majority: float | None
+    random: float | None
+    cells: list[Cell | None]
+    same_items: bool
+
+
+class Comparison(BaseModel):
+    """Cards side by side."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    columns: list[str]
+    rows: list[Row]
+
+
+def compare(cards: Sequence[Card]) -> Comparison:
+    """Align the figures of ``cards`` by ``part.metric[mode]``, rows in first-seen order.
+
+    Raises:
+        InputError: No cards.
+    """
+    if not cards:
+        raise InputError("compare needs at least one card")
+    keys: dict[str, Figure] = {}
+    for card in cards:
+        for fig in card.figures:
+            keys.setdefault(fig.key, fig)
+    rows = []
+    for key, first in keys.items():
+        figs = [card.figure(key) for card in cards]
+        cells = [
+            None if f is None else Cell(value=f.value, ci_low=f.ci_low, ci_high=f.ci_high, n=f.n)
+            for f in figs
+        ]
+        counts = {f.n + f.n_failed for f in figs if f is not None}
+        rows.append(
+            Row(
+                key=key,
+                higher_is_better=first.higher_is_better,
+                majority=first.baselines.majority,
+                random=first.baselines.random,
+                cells=cells,
+                same_items=len(counts) <= 1,
+            )
+        )
+    return Comparison(columns=_column_names(cards), rows=rows)
+
+
+def _column_names(cards: Sequence[Card]) -> list[str]:
+    names = [card.label for card in cards]
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if names.count(name) == 1 else f"{name} #{seen[name]}")
+    return out
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    if cell.ci_low is None or cell.ci_high is None:
+        return f"{_num(cell.value)} (n={cell.n})"
+    return f"{_num(cell.value)} [{cell.ci_low:.3f}, {cell.ci_high:.3f}] (n={cell.n})"
+
+
+def to_csv(comparison: Comparison) -> str:
+    """One CSV row per figure: key, direction, baselines, then value/low/high/n per simulator."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["metric", "higher_is_better", "majority", "random", "same_items"]
+    for column in comparison.columns:
+        header += [column, f"{column} ci_low", f"{column} ci_high", f"{column} n"]
+    writer.writerow(header)
+    for row in comparison.rows:
+        line: list[object] = [
+            row.key,
+            row.higher_is_better,
+            row.majority,
+            row.random,
+            row.same_items,
+        ]
+        for cell in row.cells:
+            line += [None, None, None, None] if cell is None else [
+                cell.value, cell.ci_low, cell.ci_high, cell.n
+            ]  # fmt: skip
+        writer.writerow(["" if v is None else v for v in line])
+    return buffer.getvalue()
+
+
+def text_rows(comparison: Comparison) -> list[list[str]]:
+    """Table cells as text: metric, majority, random, then one cell per simulator."""
+    rows = []
+    for row in comparison.rows:
+        arrow = "↑" if row.higher_is_better else "↓"
+        mark = "" if row.same_items else " *"
+        rows.append(
+            [f"{row.key} {arrow}{mark}", _num(row.majority), _num(row.random)]
+            + [_cell_text(c) for c in row.cells]
+        )
+    return rows

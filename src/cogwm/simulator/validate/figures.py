@@ -1,0 +1,261 @@
+"""Card figures: point estimates with cluster-bootstrap CIs and their baselines.
+
+Items of one dialogue are not independent (DailyDialog gives both speakers of a dialogue, AnnoMI
+many client turns per session), so every interval resamples whole dialogues. Accuracy and MAE are
+means and use :func:`cogwm.metrics.aggregate.mean_estimate`; macro-F1 and AUROC are not means of
+per-item values, so they are recomputed on each resample (scikit-learn's ``f1_score`` and
+``roc_auc_score``). A resample on which a statistic is undefined (one class only, for AUROC) is
+left out of the percentiles.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cogwm.metrics.aggregate import mean_estimate
+from cogwm.simulator.validate.card import Baselines, Figure
+
+IntArray = npt.NDArray[np.intp]
+Statistic = Callable[[IntArray], float | None]
+
+#: Draws of the random baseline for statistics without a closed form (macro-F1).
+RANDOM_DRAWS = 200
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Bootstrap settings shared by every figure of a card."""
+
+    resamples: int
+    seed: int
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where figures belong (card part and mode) and how their intervals are drawn."""
+
+    part: str
+    mode: str
+    settings: Settings
+
+    def figure(self, **fields: Any) -> Figure:
+        """A figure of this part and mode."""
+        return Figure(part=self.part, mode=self.mode, **fields)
+
+
+def cluster_bootstrap(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> tuple[float | None, float | None]:
+    """Percentile interval of ``statistic`` over resamples of whole clusters.
+
+    Args:
+        statistic: Maps an array of item indices (with repeats) to a value or None (undefined).
+        groups: Cluster id per item.
+        settings: Resamples, seed and confidence.
+
+    Returns:
+        ``(low, high)``; ``(None, None)`` with fewer than two clusters or when the statistic is
+        undefined on every resample.
+    """
+    members: dict[Hashable, list[int]] = {}
+    for index, group in enumerate(groups):
+        members.setdefault(group, []).append(index)
+    clusters = [np.asarray(m, dtype=np.intp) for m in members.values()]
+    if len(clusters) < 2:
+        return None, None
+    rng = np.random.default_rng(settings.seed)
+    values = np.full(settings.resamples, np.nan)
+    for r in range(settings.resamples):
+        picks = rng.integers(0, len(clusters), size=len(clusters))
+        value = statistic(np.concatenate([clusters[p] for p in picks]))
+        if value is not None:
+            values[r] = value
+    if np.isnan(values).all():
+        return None, None
+    alpha = 1 - settings.confidence
+    low, high = np.nanquantile(values, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def accuracy_figure(
+    scope: Scope,
+    gold: Sequence[str],
+    predicted: Sequence[str | None],
+    groups: Sequence[Hashable],
+    answer_space: int,
+) -> Figure:
+    """Share of items whose predicted label equals the gold label.
+
+    A failed call (``None``) counts as a wrong answer (the simulator did not give the right
+    label) and is reported in ``n_failed``.
+
+    Args:
+        scope: Part, mode and bootstrap settings.
+        gold: Gold labels.
+        predicted: Predicted labels, None where the call failed.
+        groups: Dialogue of each item.
+        answer_space: How many labels the simulator may answer (the random baseline's 1/k).
+    """
+    correct = [1.0 if p == g else 0.0 for p, g in zip(predicted, gold, strict=True)]
+    majority = Counter(gold).most_common(1)[0][1] / len(gold) if gold else None
+    baselines = Baselines(majority=majority, random=1.0 / answer_space)
+    if not correct:
+        return scope.figure(metric="emotion_accuracy", value=None, n=0, baselines=baselines)
+    est = mean_estimate(correct, groups=list(groups), n_resamples=scope.settings.resamples,
+                        confidence=scope.settings.confidence, seed=scope.settings.seed)  # fmt: skip
+    return scope.figure(
+        metric="emotion_accuracy",
+        value=est.mean,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        n=len(correct),
+        n_failed=sum(p is None for p in predicted),
+        baselines=baselines,
+        note="failed calls count as wrong",
+    )
+
+
+def macro_f1_figure(
+    scope: Scope,
+    gold: Sequence[str],
+    predicted: Sequence[str | None],
+    groups: Sequence[Hashable],
+    answer_labels: Sequence[str],
+) -> Figure:
+    """Macro-F1 over the gold classes (a predicted label outside them is a miss for its item).
+
+    Failed calls count as wrong answers, as in :func:`accuracy_figure`.
+    """
+    from sklearn.metrics import f1_score
+
+    classes = sorted(set(gold))
+    gold_arr = np.asarray(gold, dtype=object)
+    pred_arr = np.asarray([p if p is not None else "(failed)" for p in predicted], dtype=object)
+
+    def f1(g: npt.NDArray[np.object_], p: npt.NDArray[np.object_]) -> float:
+        return float(f1_score(g, p, labels=classes, average="macro", zero_division=0))
+
+    def statistic(idx: IntArray) -> float:
+        return f1(gold_arr[idx], pred_arr[idx])
+
+    majority_label = Counter(gold).most_common(1)[0][0] if gold else None
+    rng = np.random.default_rng(scope.settings.seed)
+    labels = np.asarray(list(answer_labels), dtype=object)
+    random_value = (
+        float(
+            np.mean([f1(gold_arr, rng.choice(labels, size=len(gold))) for _ in range(RANDOM_DRAWS)])
+        )
+        if gold
+        else None
+    )
+    baselines = Baselines(
+        majority=f1(gold_arr, np.full(len(gold), majority_label, dtype=object)) if gold else None,
+        random=random_value,
+    )
+    if not gold:
+        return scope.figure(metric="emotion_macro_f1", value=None, n=0, baselines=baselines)
+    low, high = cluster_bootstrap(statistic, groups, scope.settings)
+    return scope.figure(
+        metric="emotion_macro_f1",
+        value=f1(gold_arr, pred_arr),
+        ci_low=low,
+        ci_high=high,
+        n=len(gold),
+        n_failed=sum(p is None for p in predicted),
+        baselines=baselines,
+        note=f"macro over the gold classes {', '.join(classes)}; failed calls count as wrong",
+    )
+
+
+def auroc_figure(
+    scope: Scope,
+    metric: str,
+    positive: Sequence[bool],
+    scores: Sequence[float | None],
+    groups: Sequence[Hashable],
+    *,
+    note: str = "",
+) -> Figure:
+    """AUROC of ``scores`` for telling positive from negative items.
+
+    Items without a score (a failed call, or no value to score) cannot be ranked: they are left
+    out and counted in ``n_failed``. A constant answer and a random one both score 0.5, which are
+    the baselines.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    kept = [i for i, s in enumerate(scores) if s is not None]
+    y = np.asarray([positive[i] for i in kept], dtype=bool)
+    s = np.asarray([scores[i] for i in kept], dtype=np.float64)
+    kept_groups = [groups[i] for i in kept]
+
+    def statistic(idx: IntArray) -> float | None:
+        labels = y[idx]
+        if labels.all() or not labels.any():
+            return None
+        return float(roc_auc_score(labels, s[idx]))
+
+    value = statistic(np.arange(len(kept), dtype=np.intp))
+    low, high = (
+        cluster_bootstrap(statistic, kept_groups, scope.settings)
+        if value is not None
+        else (None, None)
+    )
+    n_pos = int(y.sum())
+    return scope.figure(
+        metric=metric,
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        n=len(kept),
+        n_failed=len(scores) - len(kept),
+        baselines=Baselines(majority=0.5, random=0.5),
+        note=f"{n_pos} positive, {len(kept) - n_pos} negative; unscored items left out"
+        + (f"; {note}" if note else ""),
+    )
+
+
+def mae_figure(
+    scope: Scope,
+    metric: str,
+    gold: Sequence[float],
+    predicted: Sequence[float | None],
+    groups: Sequence[Hashable],
+    answer_space: Sequence[float],
+) -> Figure:
+    """Mean absolute error (lower is better); failed calls are left out and counted."""
+    pairs = [
+        (g, p, grp) for g, p, grp in zip(gold, predicted, groups, strict=True) if p is not None
+    ]
+    mode_value = Counter(gold).most_common(1)[0][0] if gold else None
+    baselines = Baselines(
+        majority=float(np.mean([abs(g - mode_value) for g in gold]))
+        if mode_value is not None
+        else None,
+        random=float(np.mean([abs(g - a) for g in gold for a in answer_space])) if gold else None,
+    )
+    failed = len(gold) - len(pairs)
+    if not pairs:
+        return scope.figure(metric=metric, value=None, n=0, n_failed=failed,
+                      baselines=baselines, higher_is_better=False)  # fmt: skip
+    est = mean_estimate([abs(g - p) for g, p, _ in pairs], groups=[grp for *_, grp in pairs],
+                        n_resamples=scope.settings.resamples, confidence=scope.settings.confidence,
+                        seed=scope.settings.seed)  # fmt: skip
+    return scope.figure(
+        metric=metric,
+        value=est.mean,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        n=len(pairs),
+        n_failed=failed,
+        baselines=baselines,
+        higher_is_better=False,
+        note="failed calls left out",
+    )

@@ -1,0 +1,189 @@
+"""The parts of the card: which items each reads, how ``--limit`` samples them, which figures
+they give.
+
+- ``dailydialog`` (state understanding): emotion accuracy and macro-F1 on turns labelled anger,
+  sadness or fear (the DailyDialog labels that are lexicon labels too), and the AUROC of the
+  predicted valence x intensity for happiness (+) against anger, sadness, fear, disgust (-) turns.
+  AUROC, because answering "positive" always is right on most turns while a constant scores 0.5.
+- ``annomi`` (state understanding): AUROC of the predicted mean(B, D, I) for change against
+  sustain talk (AnnoMI gives a direction, never a score).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cogwm.schema import CognitiveState
+from cogwm.schema.lexicon import valence, valence_table
+from cogwm.simulator.format import Mode
+from cogwm.simulator.validate.card import Figure
+from cogwm.simulator.validate.figures import (
+    Scope,
+    accuracy_figure,
+    auroc_figure,
+    macro_f1_figure,
+)
+from cogwm.simulator.validate.items import (
+    DD_LEXICON_LABELS,
+    Item,
+    Population,
+    annomi_population,
+    dailydialog_population,
+)
+from cogwm.simulator.validate.reader import Reading
+
+#: Named item sets of a part (one per group of figures), each sampled on its own.
+ItemSets = dict[str, list[Item]]
+Chooser = Callable[[Sequence[Item], int | None, int], ItemSets]
+Scorer = Callable[[Scope, ItemSets, Mapping[str, Reading]], list[Figure]]
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """One part of the card."""
+
+    name: str
+    corpus: str
+    mode: Mode
+    description: str
+    population: Callable[[Path], Population]
+    choose: Chooser
+    score: Scorer
+
+
+def sample_items(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
+    """Up to ``limit`` items drawn without replacement with ``seed``, in population order."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    chosen = set(random.Random(seed).sample(range(len(items)), limit))
+    return [item for i, item in enumerate(items) if i in chosen]
+
+
+def union(sets: ItemSets) -> list[Item]:
+    """Every item of the sets once, in first-seen order (each is read once)."""
+    seen: dict[str, Item] = {}
+    for items in sets.values():
+        for item in items:
+            seen.setdefault(item.id, item)
+    return list(seen.values())
+
+
+# --- DailyDialog ---------------------------------------------------------------------------------
+
+
+def _choose_dailydialog(items: Sequence[Item], limit: int | None, seed: int) -> ItemSets:
+    """``limit`` emotion items and ``limit`` valence items, each its own seeded sample.
+
+    Sampled apart because emotion items are a fifth of the valence items: one sample of
+    ``limit`` turns would leave the emotion figures with a handful. An item in both samples is
+    read once.
+    """
+    emotion = [item for item in items if item.gold in DD_LEXICON_LABELS]
+    return {
+        "emotion": sample_items(emotion, limit, seed),
+        "valence": sample_items(items, limit, seed + 1),
+    }
+
+
+def _groups(items: Sequence[Item]) -> list[str]:
+    return [item.dialogue_id for item in items]
+
+
+def valence_score(state: CognitiveState | None) -> float | None:
+    """Valence x intensity of the state's emotion; None without a state or an emotion."""
+    if state is None or state.emotion is None:
+        return None
+    return valence(state.emotion.label) * state.emotion.intensity
+
+
+def _score_dailydialog(
+    scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]
+) -> list[Figure]:
+    emotion, valence_items = sets["emotion"], sets["valence"]
+    predicted = [_label(readings[i.id].state) for i in emotion]
+    labels = sorted(valence_table())
+    return [
+        accuracy_figure(scope, [i.gold for i in emotion], predicted, _groups(emotion), len(labels)),
+        macro_f1_figure(scope, [i.gold for i in emotion], predicted, _groups(emotion), labels),
+        auroc_figure(
+            scope,
+            "valence_auroc",
+            [i.gold == "happiness" for i in valence_items],
+            [valence_score(readings[i.id].state) for i in valence_items],
+            _groups(valence_items),
+            note="score: predicted valence x intensity; happiness positive",
+        ),
+    ]
+
+
+def _label(state: CognitiveState | None) -> str | None:
+    return state.emotion.label if state is not None and state.emotion is not None else None
+
+
+# --- AnnoMI --------------------------------------------------------------------------------------
+
+
+def mean_bdi(state: CognitiveState | None) -> float | None:
+    """Mean over the non-empty B, D, I dimensions of each one's mean item score; None if none."""
+    if state is None:
+        return None
+    means = []
+    for items in (state.beliefs, state.desires, state.intentions):
+        scores = [i.score for i in items if i.score is not None]
+        if scores:
+            means.append(sum(scores) / len(scores))
+    return sum(means) / len(means) if means else None
+
+
+def _choose_annomi(items: Sequence[Item], limit: int | None, seed: int) -> ItemSets:
+    return {"direction": sample_items(items, limit, seed)}
+
+
+def _score_annomi(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
+    items = sets["direction"]
+    return [
+        auroc_figure(
+            scope,
+            "change_auroc",
+            [i.gold == "change" for i in items],
+            [mean_bdi(readings[i.id].state) for i in items],
+            _groups(items),
+            note="score: predicted mean(B, D, I); change positive; a state without scored "
+            "items is unscored",
+        )
+    ]
+
+
+PARTS: dict[str, PartSpec] = {
+    "dailydialog": PartSpec(
+        name="dailydialog",
+        corpus="dailydialog",
+        mode="understand",
+        description="emotion accuracy and macro-F1 (anger/sadness/fear), valence AUROC",
+        population=dailydialog_population,
+        choose=_choose_dailydialog,
+        score=_score_dailydialog,
+    ),
+    "annomi": PartSpec(
+        name="annomi",
+        corpus="annomi",
+        mode="understand",
+        description="change vs sustain AUROC of mean(B, D, I)",
+        population=annomi_population,
+        choose=_choose_annomi,
+        score=_score_annomi,
+    ),
+}
+
+#: Parts of the full card not measured by this version, with the reason (stated on every card
+#: that asks for them, never silently dropped).
+NOT_YET: dict[str, str] = {
+    "p4g": "P4G intention AUROC and final intention vs donation: not implemented yet",
+    "esconv": "ESConv emotion type, intensity MAE and known groups vs FailedESConv: not "
+    "implemented yet",
+    "judges": "judges vs human outcomes: not implemented yet",
+    "utterance": "utterance tier in prediction mode: not implemented yet",
+}

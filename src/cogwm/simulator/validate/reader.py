@@ -1,0 +1,142 @@
+"""Asking the simulator about each item, in the world-model format the arena and training use.
+
+Every call is built with :func:`cogwm.simulator.format.build_messages` and answered through the
+model interface's structured output with the format's output models (the arena's), so a card
+measures exactly the simulator the arena would run. Input switches (the paper's ablations) edit
+the :class:`~cogwm.simulator.format.WorldModelInput` before the messages are built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from cogwm import tasks
+from cogwm.errors import InputError
+from cogwm.models.model import Model
+from cogwm.models.types import ModelCallError, Sampling, StructuredOutputError
+from cogwm.schema import CognitiveState, Profile
+from cogwm.simulator.format import (
+    Mode,
+    WorldModelInput,
+    build_messages,
+    task_output_models,
+    to_state,
+)
+from cogwm.simulator.validate.items import Item
+
+#: Input switches: which parts of the input the simulator is not shown (paper Tables 5, 17, 19).
+ABLATIONS: dict[str, str] = {
+    "none": "the full input",
+    "no_big_five": "without the Big Five",
+    "no_styles": "without communication and decision style",
+    "no_task_features": "without task features",
+    "no_profile": "without the whole profile",
+    "no_anything": "without profile, context and previous state",
+}
+
+#: Output budget per call: a state and utterance stay under ~220 tokens in the format.
+MAX_TOKENS = 300
+#: Calls in flight at once (the model interface applies its own per-endpoint limits on top).
+CONCURRENCY = 8
+
+
+class Reading(NamedTuple):
+    """The simulator's answer for one item; ``state`` is None when the call failed."""
+
+    state: CognitiveState | None
+    utterance: str | None
+    error: str | None
+
+
+def check_ablation(name: str) -> str:
+    """``name`` if it is a known input switch.
+
+    Raises:
+        InputError: An unknown switch (the message lists the known ones).
+    """
+    if name not in ABLATIONS:
+        raise InputError(f"unknown ablation {name!r}; choose from {', '.join(ABLATIONS)}")
+    return name
+
+
+def _ablated_profile(profile: Profile | None, ablation: str) -> Profile | None:
+    if profile is None or ablation in ("no_profile", "no_anything"):
+        return None
+    if ablation == "no_big_five":
+        return profile.model_copy(update={"big_five": None})
+    if ablation == "no_styles":
+        return profile.model_copy(update={"communication_style": "", "decision_style": ""})
+    if ablation == "no_task_features":
+        return profile.model_copy(update={"task_features": {}})
+    return profile
+
+
+def world_model_input(item: Item, mode: Mode, ablation: str = "none") -> WorldModelInput:
+    """The simulator's input for ``item``: in ``understand`` mode the real turn ends the history."""
+    history = [*item.history, ("user", item.utterance)] if mode == "understand" else item.history
+    bare = ablation == "no_anything"
+    return WorldModelInput(
+        task=item.task,
+        context="" if bare else item.context,
+        profile=_ablated_profile(item.profile, ablation),
+        history=list(history),  # type: ignore[arg-type]
+        mode=mode,
+    )
+
+
+async def _read_one(
+    model: Model, item: Item, mode: Mode, ablation: str, sampling: Sampling
+) -> Reading:
+    task = tasks.get(item.task)
+    messages = build_messages(world_model_input(item, mode, ablation), task)
+    state_model, turn_model = task_output_models(task)
+    output_model = state_model if mode == "understand" else turn_model
+    try:
+        result = await model.generate_structured(
+            messages, output_model, sampling, tag=f"validate.{mode}"
+        )
+    except StructuredOutputError as exc:
+        return Reading(None, None, f"invalid output: {exc}")
+    utterance = getattr(result.value, "utterance", None)
+    return Reading(to_state(result.value), None if utterance is None else str(utterance), None)
+
+
+async def read_items(
+    model: Model,
+    items: Sequence[Item],
+    mode: Mode,
+    *,
+    seed: int,
+    ablation: str = "none",
+    on_done: Callable[[Reading], None] | None = None,
+) -> list[Reading]:
+    """Ask ``model`` about every item (greedy decoding, seeded), in item order.
+
+    A call whose output stays invalid after the model interface's repair is a failed reading
+    (``state`` None, ``error`` set). A call that fails for the infrastructure (server down,
+    timeouts after retries) is too; when every call fails that way the run stops.
+
+    Raises:
+        InputError: Every call failed with a model-call error (the first one is named).
+    """
+    sampling = Sampling(temperature=0.0, max_tokens=MAX_TOKENS, seed=seed)
+    gate = asyncio.Semaphore(CONCURRENCY)
+    call_errors: list[str] = []
+
+    async def one(item: Item) -> Reading:
+        async with gate:
+            try:
+                reading = await _read_one(model, item, mode, ablation, sampling)
+            except ModelCallError as exc:
+                call_errors.append(str(exc))
+                reading = Reading(None, None, f"call failed: {exc}")
+        if on_done is not None:
+            on_done(reading)
+        return reading
+
+    readings = list(await asyncio.gather(*(one(item) for item in items)))
+    if items and len(call_errors) == len(items):
+        raise InputError(f"every simulator call failed; the first: {call_errors[0]}")
+    return readings

@@ -1,0 +1,203 @@
+"""Measure a simulator: read each part's items, ask the model, score, and assemble the card."""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from collections.abc import Sequence
+from contextlib import nullcontext
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from cogwm.errors import InputError
+from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
+from cogwm.models.model import Model
+from cogwm.simulator.format import format_version
+from cogwm.simulator.validate.card import Card, Figure, PartInfo
+from cogwm.simulator.validate.figures import Scope, Settings
+from cogwm.simulator.validate.items import Item, Population
+from cogwm.simulator.validate.parts import NOT_YET, PARTS, ItemSets, PartSpec, union
+from cogwm.simulator.validate.reader import Reading, check_ablation, read_items
+
+#: The parts measured when none are named.
+DEFAULT_PARTS: tuple[str, ...] = tuple(PARTS)
+#: Distributions whose versions a card records.
+_VERSIONED = ("cogwm", "numpy", "scikit-learn", "pydantic", "llama_cpp_python", "transformers")
+
+
+def check_parts(names: Sequence[str]) -> list[str]:
+    """The part names, deduplicated in order.
+
+    Raises:
+        InputError: A name that is neither a part nor a known unmeasured one.
+    """
+    known = [*PARTS, *NOT_YET]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(
+            f"unknown card part(s) {', '.join(unknown)}; choose from {', '.join(known)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python, the installed libraries that shape a card, and the prompt format."""
+    found = {"python": platform.python_version(), "format": format_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+class _Bar:
+    """A rich progress bar over all calls of a card (or nothing when disabled)."""
+
+    def __init__(self, total: int, enabled: bool, console: Console | None):
+        self.progress = (
+            Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[failed]} failed"),
+                console=console or Console(stderr=True),
+            )
+            if enabled
+            else None
+        )
+        self.task = (
+            self.progress.add_task("validate", total=total, failed=0) if self.progress else None
+        )
+        self.failed = 0
+
+    def part(self, name: str) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, description=f"validate {name}")
+
+    def done(self, reading: Reading) -> None:
+        self.failed += reading.state is None
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, advance=1, failed=self.failed)
+
+
+def build_card(
+    model: Model,
+    *,
+    address: str,
+    data_dir: Path,
+    parts: Sequence[str] = DEFAULT_PARTS,
+    limit: int | None = None,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    ablation: str = "none",
+    label: str | None = None,
+    progress: bool = True,
+    console: Console | None = None,
+) -> Card:
+    """The validity card of the simulator ``model``.
+
+    Every part's items are read before the first call, so bad data fails fast.
+
+    Args:
+        model: The simulator.
+        address: Its address (recorded on the card).
+        data_dir: The folder of the corpora.
+        parts: Parts to measure (names of :data:`PARTS`; names of :data:`NOT_YET` are recorded
+            as left out with the reason).
+        limit: Items sampled per part with ``seed`` (None: the full sets).
+        seed: Seed of the sampling, of the model's decoding and of the bootstrap.
+        resamples: Bootstrap resamples per interval.
+        ablation: Input switch (:data:`~cogwm.simulator.validate.reader.ABLATIONS`).
+        label: Column name in comparisons (default: the address, with the ablation).
+        progress: Draw a progress bar on stderr.
+        console: Where the bar is drawn.
+
+    Raises:
+        InputError: Unknown parts or ablation, a bad limit, corpus files that cannot be read,
+            or a part whose every call failed.
+    """
+    names = check_parts(parts)
+    check_ablation(ablation)
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    specs = [PARTS[n] for n in names if n in PARTS]
+    chosen: list[tuple[PartSpec, Population, ItemSets]] = []
+    for spec in specs:
+        population = spec.population(data_dir)
+        chosen.append((spec, population, spec.choose(population.items, limit, seed)))
+    settings = Settings(resamples=resamples, seed=seed)
+    bar = _Bar(sum(len(union(sets)) for *_, sets in chosen), progress, console)
+    infos: list[PartInfo] = []
+    figures: list[Figure] = []
+    with bar.progress if bar.progress is not None else nullcontext():
+        all_readings = asyncio.run(_read_all(model, chosen, bar, seed=seed, ablation=ablation))
+    for (spec, population, sets), readings in zip(chosen, all_readings, strict=True):
+        by_id = {item.id: r for item, r in zip(union(sets), readings, strict=True)}
+        figures.extend(spec.score(Scope(spec.name, spec.mode, settings), sets, by_id))
+        infos.append(_part_info(spec, population, union(sets), readings))
+    return Card(
+        label=label or (address if ablation == "none" else f"{address} ({ablation})"),
+        model=address,
+        model_identity=model.identity,
+        ablation=ablation,
+        seed=seed,
+        limit=limit,
+        resamples=resamples,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        versions=versions(),
+        parts=infos,
+        figures=figures,
+        left_out={n: NOT_YET[n] for n in names if n in NOT_YET},
+    )
+
+
+def _part_info(
+    spec: PartSpec, population: Population, items: list[Item], readings: list[Reading]
+) -> PartInfo:
+    return PartInfo(
+        name=spec.name,
+        corpus=population.corpus,
+        split=population.split,
+        selection=population.selection,
+        mode=spec.mode,
+        n_items=len(items),
+        n_population=len(population.items),
+        n_dialogues=len({item.dialogue_id for item in items}),
+        n_calls=len(readings),
+        n_failed=sum(r.state is None for r in readings),
+    )
+
+
+async def _read_all(
+    model: Model,
+    chosen: Sequence[tuple[PartSpec, Population, ItemSets]],
+    bar: _Bar,
+    *,
+    seed: int,
+    ablation: str,
+) -> list[list[Reading]]:
+    """Every part's readings, part after part, in one event loop."""
+    out = []
+    for spec, _, sets in chosen:
+        bar.part(spec.name)
+        out.append(
+            await read_items(
+                model, union(sets), spec.mode, seed=seed, ablation=ablation, on_done=bar.done
+            )
+        )
+    return out

@@ -1,0 +1,407 @@
+"""Samples: one per user turn in the world-model format, split by dialogue, files and manifest."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cogwm import tasks
+from cogwm.annotate.io import write_labelled
+from cogwm.arena.config import ModelConfig
+from cogwm.arena.participants import SimulatorParticipant
+from cogwm.arena.termination import Phase
+from cogwm.arena.transcript import ArenaTurn, UserSetup
+from cogwm.cli.main import _register, app
+from cogwm.errors import InputError
+from cogwm.models import load
+from cogwm.schema import Dialogue, Emotion, Profile, Role, StateItem, Utterance
+from cogwm.schema.partial import (
+    Constraint,
+    EmotionField,
+    FieldKind,
+    ItemsField,
+    LabelledDialogue,
+    Origin,
+    PartialState,
+    Source,
+)
+from cogwm.simulator import build as build_module
+from cogwm.simulator.build import Source as SampleSource
+from cogwm.simulator.build import build_samples, merge_sources
+from cogwm.simulator.format import WorldModelOutput, render_target
+from cogwm.simulator.samples import (
+    Sample,
+    dialogue_samples,
+    dump_sample,
+    read_samples,
+    task_for_corpus,
+    write_samples,
+)
+from cogwm.simulator.splits import base_id, normalised_text, plan_splits
+
+HUMAN = Origin(source=Source.HUMAN, rule="t.1", exact=True)
+LLM = Origin(source=Source.LLM)
+runner = CliRunner()
+
+
+def _dialogue(
+    did: str, texts: list[str], *, corpus: str = "annomi", split: str | None = None
+) -> Dialogue:
+    """Alternating agent/user utterances, agent first."""
+    utterances = [
+        Utterance(
+            index=i,
+            speaker="agent" if i % 2 == 0 else "user",
+            role=Role.AGENT if i % 2 == 0 else Role.USER,
+            text=text,
+        )
+        for i, text in enumerate(texts)
+    ]
+    return Dialogue(id=did, corpus=corpus, split=split, utterances=utterances)
+
+
+def _emotion(label: str, intensity: int = 2, origin: Origin = HUMAN) -> PartialState:
+    return PartialState(
+        emotion=EmotionField(
+            kind=FieldKind.VALUE, value=Emotion(label=label, intensity=intensity), origin=origin
+        )
+    )
+
+
+def _labelled(did: str = "annomi:7", tag: str = "", **kwargs: object) -> LabelledDialogue:
+    texts = [f"{t}{tag}" for t in ("a0", "u1", "a2", "u3", "a4", "u5")]
+    dialogue = _dialogue(did, texts, **kwargs)  # type: ignore[arg-type]
+    states = {
+        1: _emotion("anxiety", 3),
+        3: PartialState(
+            intentions=ItemsField(
+                kind=FieldKind.VALUE, items=[StateItem(text="cut down", score=1.0)], origin=HUMAN
+            ),
+            constraints=[
+                Constraint(target="intention", relation="direction", value=1.0, origin=HUMAN)
+            ],
+        ),
+    }
+    return LabelledDialogue(dialogue=dialogue, states=states)
+
+
+def _samples(item: LabelledDialogue, history_turns: int = 8) -> list[Sample]:
+    return [b.sample for b in dialogue_samples(item, "train", history_turns=history_turns)]
+
+
+# ------------------------------------------------------------------------------ per dialogue
+
+
+def test_one_sample_per_user_turn_with_ids_and_targets() -> None:
+    samples = _samples(_labelled())
+    assert [s.id for s in samples] == ["annomi:7:1", "annomi:7:3", "annomi:7:5"]
+    assert [s.turn_index for s in samples] == [1, 3, 5]
+    first, second, last = (json.loads(s.target) for s in samples)
+    assert first["emotion"] == {"label": "anxiety", "intensity": 3}
+    assert first["beliefs"] is None and first["utterance"] == "u1" and first["leave"] is False
+    assert second["emotion"] is None and second["intentions"] == [{"text": "cut down", "score": 1}]
+    assert last["leave"] is True  # the user's last turn
+    assert all(v is None for k, v in last.items() if k not in ("utterance", "leave"))
+    assert samples[1].provenance == {
+        "emotion": "unknown",
+        "beliefs": "unknown",
+        "desires": "unknown",
+        "intentions": "human",
+    }
+    assert samples[1].constraints[0].relation == "direction"
+    assert samples[0].constraints == []
+
+
+def test_history_is_windowed_and_states_come_from_earlier_turns_only() -> None:
+    samples = _samples(_labelled(), history_turns=2)
+    prompts = [s.messages[1].content for s in samples]
+    assert "Therapist: a0" in prompts[0] and "Your state" not in prompts[0]
+    assert "Therapist: a0" not in prompts[1] and "You: u1\nTherapist: a2" in prompts[1]
+    assert "Your state before this: emotion anxiety 3" in prompts[1]
+    # At the last turn the previous state is turn 3's; the start state is turn 1's.
+    assert "Your state at the start: emotion anxiety 3" in prompts[2]
+    assert "Your state before this: intentions: cut down (1)" in prompts[2]
+    # The target of a turn never leaks into its own prompt.
+    assert "cut down" not in prompts[1]
+
+
+def test_sample_messages_are_what_the_arena_simulator_sends() -> None:
+    """A model trained on samples plays the arena's user without translation."""
+    item = _labelled()
+    profile = Profile(communication_style="guarded", confidence=2, source="annotator")
+    with_profile = item.dialogue.model_copy(update={"profile": profile})
+    item = item.model_copy(update={"dialogue": with_profile})
+    task = tasks.get("MI")
+    sample = _samples(item, history_turns=3)[2]
+    assert "talks: guarded" in sample.messages[0].content
+    turns = item.dialogue.turns()
+    states = {i: item.states[i].to_state() for i in (1, 3)}
+    arena_turns = [
+        ArenaTurn(
+            index=t.index,
+            round=t.index,
+            role=t.role,
+            phase=Phase.SIMULATED,
+            text=t.text,
+            state=states.get(t.index),
+        )
+        for t in turns[:5]
+    ]
+    simulator = SimulatorParticipant(
+        load("fake:schema"), ModelConfig(model="fake:schema"), task, history_turns=3
+    )
+    setup = UserSetup(context=task.scenario, profile=profile)
+    assert simulator._messages(setup, arena_turns, "predict") == sample.messages
+
+
+def test_spans_cover_each_target_and_unknown_is_never_state() -> None:
+    for sample in _samples(_labelled()):
+        assert sample.target_spans[0][0] == 0 and sample.target_spans[-1][1] == len(sample.target)
+        for (_, end, _), (start, _, _) in itertools.pairwise(sample.target_spans):
+            assert end == start
+        for start, end, tag in sample.target_spans:
+            if tag == "state":
+                assert sample.target[start:end] != "null"
+
+
+def test_long_utterances_are_fitted_and_reported() -> None:
+    item = _labelled()
+    long = item.dialogue.model_copy(deep=True)
+    long.utterances[1].text = 'He said "stop".\n' + "word " * 80
+    built = list(dialogue_samples(LabelledDialogue(dialogue=long, states=item.states), "train"))
+    assert "utterance_fitted" in built[0].fitted
+    assert json.loads(built[0].sample.target)["utterance"].startswith("He said 'stop'.")
+
+
+def test_corpora_map_to_their_tasks() -> None:
+    assert task_for_corpus("dailydialog").name == "DAILY"
+    assert task_for_corpus("failed_esconv").name == "ESC"
+    assert task_for_corpus("persuasionforgood").name == "PD"
+    with pytest.raises(InputError):
+        task_for_corpus("nope")
+
+
+# ------------------------------------------------------------------------------ files
+
+
+def test_samples_files_round_trip(tmp_path: Path) -> None:
+    samples = _samples(_labelled())
+    path = tmp_path / "s.jsonl"
+    assert write_samples(path, samples) == 3
+    assert list(read_samples(path)) == samples
+    assert json.loads(path.read_text().splitlines()[0])["schema"] == "cogwm.samples/1"
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("{oops", "not valid JSON"),
+        ('{"schema": "cogwm.labels/1"}', 'expected "schema"'),
+        ('{"schema": "cogwm.samples/1", "id": "x"}', "invalid sample"),
+    ],
+)
+def test_bad_lines_name_the_file_and_line(tmp_path: Path, line: str, problem: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(dump_sample(_samples(_labelled())[0]) + "\n" + line + "\n")
+    with pytest.raises(InputError, match=problem) as caught:
+        list(read_samples(path))
+    assert "line 2" in str(caught.value)
+
+
+# ------------------------------------------------------------------------------ splits
+
+
+def test_official_splits_are_kept_and_readings_stay_together() -> None:
+    dialogues = [
+        _dialogue(f"dailydialog:{s}:{i}#{r}", [f"{s}{i}", "x"], corpus="dailydialog", split=s)
+        for s in ("train", "validation", "test")
+        for i in range(20)
+        for r in "AB"
+    ]
+    plan = plan_splits("dailydialog", dialogues, seed=1)
+    assert plan.rule == "official"
+    for d in dialogues:
+        expected = {"train": "train", "validation": "val", "test": "test"}[d.split or ""]
+        assert plan.split_of(d.id) == expected
+
+
+def test_twins_are_dropped_from_the_lower_split_and_counted() -> None:
+    same = ["Hi , how are you ?", "Fine."]
+    dialogues = [
+        _dialogue("dd:test:0#A", same, corpus="dailydialog", split="test"),
+        _dialogue("dd:test:0#B", same, corpus="dailydialog", split="test"),
+        _dialogue(
+            "dd:train:5#A", ["hi, how ARE you?", "fine"], corpus="dailydialog", split="train"
+        ),
+        _dialogue("dd:validation:2#A", same, corpus="dailydialog", split="validation"),
+        _dialogue("dd:train:6#A", ["other"], corpus="dailydialog", split="train"),
+    ]
+    plan = plan_splits("dailydialog", dialogues, seed=0)
+    assert plan.split_of("dd:test:0#B") == "test"
+    assert plan.split_of("dd:train:5#A") is None and plan.split_of("dd:validation:2#A") is None
+    assert plan.split_of("dd:train:6#A") == "train"
+    assert plan.dropped == {"dd:train:5": "train", "dd:validation:2": "val"}
+    assert plan.twins == {"test~train": 1, "test~val": 1}
+    assert normalised_text(dialogues[0]) == normalised_text(dialogues[2])
+
+
+def test_seeded_split_is_stable_by_dialogue_and_changes_with_the_seed() -> None:
+    dialogues = [_dialogue(f"annomi:{i}", [f"t{i}", "u"]) for i in range(400)]
+    plan = plan_splits("annomi", dialogues, seed=3)
+    assert plan.rule == "seeded"
+    shares = [
+        sum(1 for s in plan.splits.values() if s == k) / 400 for k in ("train", "val", "test")
+    ]
+    assert 0.74 < shares[0] < 0.86 and 0.05 < shares[1] < 0.15 and 0.05 < shares[2] < 0.15
+    # A dialogue's split does not depend on which other dialogues are present.
+    subset = plan_splits("annomi", dialogues[::7], seed=3)
+    assert all(subset.splits[b] == plan.splits[b] for b in subset.splits)
+    assert plan_splits("annomi", dialogues, seed=3) == plan
+    other = plan_splits("annomi", dialogues, seed=4)
+    assert other.splits != plan.splits
+
+
+def test_official_test_without_train_stays_test() -> None:
+    dialogues = [
+        _dialogue(f"inspired:{s}:{i}", [f"{s}{i}", "u"], corpus="inspired", split=s)
+        for s in ("dev", "test")
+        for i in range(50)
+    ]
+    plan = plan_splits("inspired", dialogues, seed=0)
+    assert plan.rule == "official test + seeded"
+    for d in dialogues:
+        split = plan.split_of(d.id)
+        assert (split == "test") == (d.split == "test")
+    assert {plan.split_of(d.id) for d in dialogues if d.split == "dev"} == {"train", "val"}
+
+
+def test_base_id() -> None:
+    assert base_id("dailydialog:train:3#A") == "dailydialog:train:3"
+    assert base_id("esconv:test:1") == "esconv:test:1"
+
+
+# ------------------------------------------------------------------------------ sources
+
+
+def test_sources_merge_field_by_field_with_their_provenance() -> None:
+    human = _labelled()
+    llm_states = {
+        1: PartialState(
+            emotion=EmotionField(
+                kind=FieldKind.VALUE, value=Emotion(label="fear", intensity=1), origin=LLM
+            ),
+            beliefs=ItemsField(kind=FieldKind.EMPTY, origin=LLM),
+        )
+    }
+    llm = LabelledDialogue(dialogue=human.dialogue, states=llm_states)
+    (merged,) = merge_sources([[human], [llm]])
+    assert merged.states[1].emotion.value == Emotion(label="anxiety", intensity=3)  # human first
+    assert merged.states[1].beliefs.kind is FieldKind.EMPTY  # filled in by the LLM
+    provenance = _samples(merged)[0].provenance
+    assert provenance["emotion"] == "human" and provenance["beliefs"] == "llm"
+    other = human.dialogue.model_copy(deep=True)
+    other.utterances[1].text = "different"
+    with pytest.raises(InputError, match="different texts"):
+        merge_sources([[human], [LabelledDialogue(dialogue=other)]])
+
+
+# ------------------------------------------------------------------------------ build
+
+
+def _words(samples: list[Sample]) -> dict[str, object]:
+    return {"tokenizer": "test", "measured": len(samples)}
+
+
+def _annotation_file(tmp_path: Path) -> Path:
+    items = [_labelled(f"annomi:{i}", f" {i}") for i in range(30)]
+    items += [
+        _labelled(f"esconv:{s}:{i}", f" {s}{i}", corpus="esconv", split=s)
+        for s in ("train", "valid", "test")
+        for i in range(4)
+    ]
+    # A train dialogue with the text of a test one: dropped as a twin.
+    items.append(_labelled("esconv:train:99", " test0", corpus="esconv", split="train"))
+    path = tmp_path / "ann.jsonl"
+    write_labelled(path, items)
+    return path
+
+
+def test_build_writes_split_files_and_a_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    source = SampleSource("annotations", str(_annotation_file(tmp_path)))
+    manifest = build_samples(out, [source], seed=2, count_tokens=_words)
+    by_split = {s: list(read_samples(out / f"{s}.jsonl")) for s in ("train", "val", "test")}
+    assert manifest["counts"] == {s: len(v) for s, v in by_split.items()}
+    assert sum(manifest["counts"].values()) == 42 * 3
+    owners: dict[str, set[str]] = {}
+    for split, samples in by_split.items():
+        for sample in samples:
+            assert sample.split == split
+            owners.setdefault(sample.dialogue_id, set()).add(split)
+    assert all(len(s) == 1 for s in owners.values())
+    assert {s.dialogue_id for s in by_split["test"] if s.corpus == "esconv"} == {
+        f"esconv:test:{i}" for i in range(4)
+    }
+    esconv = manifest["corpora"]["esconv"]
+    assert esconv["split_rule"] == "official" and esconv["task"] == "ESC"
+    assert esconv["dropped_as_twins"] == {"train": 1} and esconv["twins"] == {"test~train": 1}
+    assert "esconv:train:99" not in owners
+    assert manifest["provenance"]["emotion"] == {"human": 42, "unknown": 84}
+    assert manifest["constraints"] == {"intention direction": 42}
+    assert json.loads((out / "manifest.json").read_text())["seed"] == 2
+
+
+def test_build_refuses_a_non_empty_directory_unless_forced(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep")
+    source = SampleSource("annotations", str(_annotation_file(tmp_path)))
+    with pytest.raises(InputError, match="not empty"):
+        build_samples(out, [source], count_tokens=_words)
+    build_samples(out, [source], force=True, limit=3, count_tokens=_words)
+    assert (out / "notes.txt").read_text() == "keep"
+    assert sum(1 for _ in read_samples(out / "train.jsonl")) <= 9
+    assert not list(out.glob("*.partial"))
+
+
+def test_token_lengths_have_percentiles() -> None:
+    lengths = build_module.token_lengths(_samples(_labelled()))
+    assert lengths["measured"] == 3
+    total = lengths["total"]
+    assert total["p50"] <= total["p90"] <= total["max"]
+    assert lengths["prompt"]["max"] + lengths["target"]["max"] >= total["max"]
+
+
+# ------------------------------------------------------------------------------ command line
+
+
+def test_cli_builds_and_reports_one_line_errors(tmp_path: Path) -> None:
+    _register()
+    path = _annotation_file(tmp_path)
+    out = tmp_path / "cli"
+    result = runner.invoke(app, ["samples", "build", "--out", str(out), "--annotations", str(path)])
+    assert result.exit_code == 0, result.output
+    assert (out / "manifest.json").is_file() and "esconv" in result.stdout
+    again = runner.invoke(app, ["samples", "build", "--out", str(out), "--annotations", str(path)])
+    assert again.exit_code != 0 and isinstance(again.exception, InputError)
+    assert "not empty" in str(again.exception)
+    none = runner.invoke(app, ["samples", "build", "--out", str(tmp_path / "x")])
+    assert "no sources" in str(none.exception)
+    unknown = runner.invoke(
+        app, ["samples", "build", "--out", str(tmp_path / "y"), "--human", "nope"]
+    )
+    assert "no human-label mapping" in str(unknown.exception)
+
+
+def test_render_target_of_a_full_state_matches_the_sample_target() -> None:
+    item = _labelled()
+    sample = _samples(item)[0]
+    out = WorldModelOutput(state=item.states[1].to_state(), utterance="u1", leave=False)
+    assert render_target(out, item.states[1]) == (
+        sample.target,
+        [tuple(s) for s in sample.target_spans],
+    )
