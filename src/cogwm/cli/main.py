@@ -26,7 +26,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `import cogwm.cli.main` stays cheap until a command runs.
-    from cogwm.cli import arena, data, models, quickstart, score, tom, validate, view
+    from cogwm.cli import arena, data, models, quickstart, score, tom, view
 
     app.command("quickstart")(quickstart.quickstart)
     app.add_typer(arena.app, name="arena")
@@ -34,8 +34,10 @@ def _register() -> None:
     app.add_typer(models.app, name="models")
     app.command("chat")(models.chat)
     app.add_typer(score.app, name="score")
+    from cogwm.cli import samples as samples_cli
+
+    app.add_typer(samples_cli.app, name="samples")
     app.add_typer(tom.app, name="tom")
-    app.command("validate")(validate.validate)
     app.command("view")(view.view)
 
 
