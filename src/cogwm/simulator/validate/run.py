@@ -20,6 +20,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from cogwm.arena.provenance import git_revision, package_versions
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.models.model import Model
@@ -32,8 +33,6 @@ from cogwm.simulator.validate.reader import Reading, check_ablation, read_items
 
 #: The parts measured when none are named.
 DEFAULT_PARTS: tuple[str, ...] = tuple(PARTS)
-#: Distributions whose versions a card records.
-_VERSIONED = ("cogwm", "numpy", "scikit-learn", "pydantic", "llama_cpp_python", "transformers")
 
 
 def check_parts(names: Sequence[str]) -> list[str]:
@@ -52,13 +51,14 @@ def check_parts(names: Sequence[str]) -> list[str]:
 
 
 def versions() -> dict[str, str]:
-    """Versions of Python, the installed libraries that shape a card, and the prompt format."""
+    """Versions of Python, the recorded packages, scikit-learn, the prompt format and the git
+    revision of the source (where it is a checkout)."""
     found = {"python": platform.python_version(), "format": format_version()}
-    for name in _VERSIONED:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
+    found.update(package_versions())
+    found["scikit-learn"] = metadata.version("scikit-learn")  # a dependency of cogwm
+    revision = git_revision()
+    if revision is not None:
+        found["git"] = revision
     return found
 
 
