@@ -26,7 +26,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `import cogwm.cli.main` stays cheap until a command runs.
-    from cogwm.cli import arena, data, models, quickstart, score, tom, view
+    from cogwm.cli import arena, data, models, quickstart, score, tom, validate, view
 
     app.command("quickstart")(quickstart.quickstart)
     app.add_typer(arena.app, name="arena")
@@ -38,6 +38,7 @@ def _register() -> None:
 
     app.add_typer(samples_cli.app, name="samples")
     app.add_typer(tom.app, name="tom")
+    app.command("validate")(validate.validate)
     app.command("view")(view.view)
 
 
