@@ -29,6 +29,8 @@ class Script:
     leaves (None: never; the simulator must see the whole history, so keep ``history_turns``
     large). ``detector_ends``: the intent detector says the conversation ended whenever asked.
     ``fail_when``: every call whose messages contain this text fails (HTTP 500).
+    ``cot_invalid_from``: from this simulated agent turn on (1 = the first), the agent's CoT
+    replies are not JSON (the agent breaks its format).
     ``raise_when``: such calls raise an unexpected exception (a backend bug, not a failure the
     model interface knows).
     """
@@ -37,6 +39,7 @@ class Script:
     detector_ends: bool = False
     fail_when: str | None = None
     raise_when: str | None = None
+    cot_invalid_from: int | None = None
     calls: dict[str, int] = field(default_factory=dict)
 
 
@@ -111,6 +114,10 @@ def make_reply(script: Script) -> Callable[[list[Message]], str]:
                 }
             )
         if kind == "agent.cot":
+            # The cold start holds 2 agent turns; the agent sees every earlier one of its own.
+            own = sum(1 for m in messages if m.role == "assistant") - 1
+            if script.cot_invalid_from is not None and own >= script.cot_invalid_from:
+                return "I would rather just talk."
             return json.dumps(
                 {"reasoning": f"secret plan {h % 991}", "reply": f"agent says {h % 983}"}
             )

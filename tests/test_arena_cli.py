@@ -74,7 +74,12 @@ def test_run_report_and_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
     assert cogwm("arena", "report", "--db", str(full), "--json") == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["counts"] == {"finished": 12, "errors": 0, "unfinished": 0}
+    assert report["counts"] == {
+        "finished": 12,
+        "errors": 0,
+        "agent_failures": 0,
+        "unfinished": 0,
+    }
     assert {a["arm"] for a in report["agents"]} == {"warm/no_cot", "solver/no_cot", "cold/no_cot"}
     assert set(report["typology"]) == {"warm/no_cot", "solver/no_cot", "cold/no_cot"}
     assert len(report["cts_differences"]) == 3

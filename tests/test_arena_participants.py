@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -150,3 +151,54 @@ def test_judge_reads_the_cold_start_and_the_end() -> None:
     assert [t.text for t in chosen] == ["c0", "c1", "c2", "s16", "s17", "s18", "s19"]
     short = judged_turns([*cold, *simulated[:2]], 4)
     assert [t.text for t in short] == ["c0", "c1", "c2", "s3", "s4"]
+
+
+def test_the_simulator_prompt_and_its_schema_agree_on_items_per_dimension() -> None:
+    # Catches: the prompt asked for at most 3 items per dimension while the schema allowed 2.
+    import re
+
+    from cogwm.arena.prompts import SIMULATOR_SYSTEM
+
+    said = {int(n) for n in re.findall(r"at most (\d+)", SIMULATOR_SYSTEM.text)}
+    state_model, turn_model = state_output_models("ESC", (0.0, 2.0), LABELS)
+    for model in (state_model, turn_model):
+        properties = model.model_json_schema()["properties"]
+        assert {properties[d]["maxItems"] for d in ("beliefs", "desires", "intentions")} == said
+    assert said == {MAX_ITEMS}
+
+
+@pytest.mark.parametrize("reply_tokens", [60, 120])
+def test_cot_and_no_cot_get_the_same_reply_budget(reply_tokens: int) -> None:
+    # Catches: the CoT reply had its own fixed 400-character limit inside one 320-token budget
+    # shared with the reasoning, unrelated to the no-CoT reply's max_tokens.
+    from cogwm.arena.participants import CHARS_PER_TOKEN, COT_OVERHEAD_TOKENS
+
+    model = load("fake:schema")
+    config = AgentConfig(
+        name="a", model="fake:schema", max_tokens=reply_tokens, reasoning_max_tokens=150
+    )
+    task = tasks.get("ESC")
+    turns = [ArenaTurn(index=0, round=0, role=Role.USER, phase=Phase.COLD_START, text="hi")]
+    budgets = {}
+    for condition in (Condition.NO_COT, Condition.COT):
+        agent = AgentParticipant(
+            model, config, task, AGENT_PERSONAS["plain"], condition, history_turns=4
+        )
+        asyncio.run(agent.next_turn(turns, seed=1))
+        request = model.backend.requests[-1]  # type: ignore[attr-defined]
+        budgets[condition] = request
+    assert budgets[Condition.NO_COT].sampling.max_tokens == reply_tokens
+    cot = budgets[Condition.COT]
+    assert cot.sampling.max_tokens == 150 + reply_tokens + COT_OVERHEAD_TOKENS
+    assert cot.json_schema is not None
+    reply = cot.json_schema["properties"]["reply"]["pattern"]
+    reasoning = cot.json_schema["properties"]["reasoning"]["pattern"]
+    assert reply.endswith("{1," + str(reply_tokens * CHARS_PER_TOKEN) + "}$")
+    assert reasoning.endswith("{1," + str(150 * CHARS_PER_TOKEN) + "}$")
+
+
+def test_an_old_cot_budget_keeps_its_total() -> None:
+    config = AgentConfig.model_validate(
+        {"name": "a", "model": "fake:schema", "max_tokens": 100, "cot_max_tokens": 320}
+    )
+    assert (config.max_tokens, config.reasoning_max_tokens) == (100, 220)

@@ -305,3 +305,33 @@ def test_cancellation_is_never_swallowed(tmp_path: Path, script: Script) -> None
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(cancelled_midway())
+
+
+def test_an_agent_that_breaks_its_format_is_scored_and_counted_against_it(
+    tmp_path: Path, script: Script
+) -> None:
+    # Catches: an invalid CoT reply made the conversation an infrastructure error, dropped from
+    # the ranking, which biased cot against no_cot.
+    db = tmp_path / "runs.sqlite"
+    script.cot_invalid_from = 2  # the second simulated round
+    summary = _run(db)
+    assert (summary.finished, summary.failed) == (UNITS, 0)
+    with RunStore(db) as store:
+        rows = store.conversations()
+        data = load_run(store)
+    cot = [r for r in rows if r.condition == "cot"]
+    assert len(cot) == 4
+    for row in cot:
+        assert (row.status, row.termination, row.failure_kind) == (
+            "finished",
+            "agent_failure",
+            "agent",
+        )
+        assert row.rounds == 3 and row.error and "agent output" in row.error
+    assert all(r.failure_kind is None for r in rows if r.condition == "no_cot")
+    report = build_report(data, n_resamples=20)
+    by_arm = {row.arm: row for row in report.arms}
+    assert (by_arm["warm/cot"].n, by_arm["warm/cot"].agent_failures) == (4, 4)
+    assert by_arm["warm/cot"].errors == 0 and by_arm["warm/no_cot"].agent_failures == 0
+    assert report.agent_failures == 4 and report.errors == 0
+    assert by_arm["warm/cot"].cells["cts"] is not None  # scored, not dropped

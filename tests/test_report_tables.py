@@ -160,9 +160,9 @@ def test_render_json_csv_and_plots(db: Path, tmp_path: Path) -> None:
     render(report, console)
     text = console.export_text()
     assert "One model plays both sides" in text and "a/no_cot" in text
-    assert "1 conversation(s) ended in error" in text
+    assert "1 conversation(s) ended in an infrastructure error" in text
     payload = json.loads(json.dumps(to_json(report)))
-    assert payload["counts"] == {"finished": 4, "errors": 1, "unfinished": 1}
+    assert payload["counts"] == {"finished": 4, "errors": 1, "agent_failures": 0, "unfinished": 1}
     assert payload["agents"][0]["metrics"]["cts"]["mean"] is not None
     rows = list(csv.DictReader(io.StringIO(to_csv(report))))
     cts = [r for r in rows if r["metric"] == "cts" and r["table"] == "agents"]

@@ -113,8 +113,23 @@ class AgentConfig(ModelConfig):
     prompt: str = Field(default="builtin:plain", description="'builtin:<name>' or literal text.")
     conditions: list[Condition] = Field(default_factory=lambda: [Condition.NO_COT])
     temperature: float = Field(default=0.7, ge=0.0)
-    max_tokens: int = Field(default=120, ge=1)
-    cot_max_tokens: int = Field(default=320, ge=1, description="Budget when reasoning first.")
+    max_tokens: int = Field(
+        default=120, ge=1, description="The reply's budget, the same with and without CoT."
+    )
+    reasoning_max_tokens: int = Field(
+        default=200, ge=1, description="The reasoning's own budget under CoT (on top)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_cot_budget(cls, data: Any) -> Any:
+        # Format-1 configs gave one budget for reasoning and reply together.
+        if isinstance(data, dict) and "cot_max_tokens" in data:
+            data = dict(data)
+            total = int(data.pop("cot_max_tokens"))
+            reply = int(data.get("max_tokens", 120))
+            data.setdefault("reasoning_max_tokens", max(1, total - reply))
+        return data
 
     @field_validator("conditions")
     @classmethod

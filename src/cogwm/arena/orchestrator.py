@@ -15,7 +15,7 @@ from cogwm.arena.participants import AgentParticipant, IntentDetector, Simulator
 from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario
 from cogwm.arena.termination import Phase, Termination
 from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup, derive_seed
-from cogwm.models.types import ModelCallError
+from cogwm.models.types import ModelCallError, StructuredOutputError
 from cogwm.schema import CognitiveState, Record, Role
 
 
@@ -93,7 +93,8 @@ class Orchestrator:
         self.limits = limits
 
     async def run(self, opening: Opening, sink: TurnSink, *, seed: int) -> Outcome:
-        """Play the conversation; a model call that fails for good ends it with ``ERROR``.
+        """Play the conversation; a model call that fails for good ends it with ``ERROR``, an
+        agent reply that breaks its format (after the repair attempt) with ``AGENT_FAILURE``.
 
         Args:
             opening: Scenario, user setup and initial state.
@@ -107,9 +108,18 @@ class Orchestrator:
         try:
             while round_number < self.limits.max_rounds:
                 round_number += 1
-                reply = await self.agent.next_turn(
-                    turns, seed=derive_seed(seed, "agent", round_number)
-                )
+                try:
+                    reply = await self.agent.next_turn(
+                        turns, seed=derive_seed(seed, "agent", round_number)
+                    )
+                except StructuredOutputError as exc:
+                    # The agent broke its own output format: its failure, not the arena's.
+                    return Outcome(
+                        termination=Termination.AGENT_FAILURE,
+                        rounds=round_number - 1,
+                        turns=turns,
+                        error=f"agent output: {exc}",
+                    )
                 self._append(turns, sink, reply, Role.AGENT, round_number)
                 user = await self.simulator.next_turn(
                     opening.setup, turns, seed=derive_seed(seed, "user", round_number)

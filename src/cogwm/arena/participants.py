@@ -8,9 +8,10 @@ states.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from cogwm.arena.config import AgentConfig, ModelConfig
 from cogwm.arena.prompts import (
@@ -54,11 +55,36 @@ class _Output(BaseModel):
     model_config = _STRICT
 
 
-class ReasonedReply(_Output):
-    """The agent's output under the CoT condition: reasoning first, then the reply."""
+#: Characters per token used to turn token budgets into field lengths (English prose averages
+#: about 4 with the BPE tokenizers of current models).
+CHARS_PER_TOKEN = 4
+#: Tokens a CoT reply needs beyond its two fields (keys, quotes, braces).
+COT_OVERHEAD_TOKENS = 24
 
-    reasoning: str = plain_text(600, "Your private reasoning; the user never sees it.")
-    reply: str = plain_text(400, "What you say to the user.")
+
+class ReasonedReply(_Output):
+    """The agent's output under the CoT condition: reasoning first, then the reply.
+
+    The limits here are the defaults; ``reasoned_reply`` builds the model an agent is held to.
+    """
+
+    reasoning: str = plain_text(800, "Your private reasoning; the user never sees it.")
+    reply: str = plain_text(480, "What you say to the user.")
+
+
+@cache
+def reasoned_reply(reasoning_chars: int, reply_chars: int) -> type[BaseModel]:
+    """The CoT output model with these field limits (one class per pair, so schemas cache)."""
+    return create_model(
+        "ReasonedReply",
+        __base__=_Output,
+        __doc__=ReasonedReply.__doc__,
+        reasoning=(
+            str,
+            plain_text(reasoning_chars, "Your private reasoning; the user never sees it."),
+        ),
+        reply=(str, plain_text(reply_chars, "What you say to the user.")),
+    )
 
 
 class EndCheck(_Output):
@@ -188,18 +214,30 @@ class AgentParticipant:
         return [Message(role="system", content=self.system_prompt), *chat]
 
     async def next_turn(self, turns: list[ArenaTurn], *, seed: int) -> TurnOutput:
-        """The agent's reply (under CoT, the reasoning is returned apart from the reply)."""
+        """The agent's reply (under CoT, the reasoning is returned apart from the reply).
+
+        Both conditions get the same budget for the reply, ``max_tokens``: without CoT it caps
+        the generation (a longer reply is cut there and passed on as it is); under CoT the reply
+        field holds at most ``max_tokens * CHARS_PER_TOKEN`` characters and the reasoning has
+        its own ``reasoning_max_tokens`` on top. A CoT output that is still invalid after the
+        repair attempt raises ``StructuredOutputError``: the agent broke its format, which the
+        orchestrator counts against the agent.
+        """
         messages = self.messages(turns)
         if self.condition is Condition.COT:
-            sampling = self.config.sampling(seed).model_copy(
-                update={"max_tokens": self.config.cot_max_tokens}
+            config = self.config
+            budget = config.reasoning_max_tokens + config.max_tokens + COT_OVERHEAD_TOKENS
+            sampling = config.sampling(seed).model_copy(update={"max_tokens": budget})
+            output = reasoned_reply(
+                config.reasoning_max_tokens * CHARS_PER_TOKEN, config.max_tokens * CHARS_PER_TOKEN
             )
             result = await self.model.generate_structured(
-                messages, ReasonedReply, sampling, tag="agent.cot"
+                messages, output, sampling, tag="agent.cot"
             )
+            fields = result.value.model_dump()
             return TurnOutput(
-                text=result.value.reply.strip(),
-                reasoning=result.value.reasoning.strip(),
+                text=str(fields["reply"]).strip(),
+                reasoning=str(fields["reasoning"]).strip(),
                 call_id=result.completion.call_id,
             )
         completion = await self.model.generate(messages, self.config.sampling(seed), tag="agent")

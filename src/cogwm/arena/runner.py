@@ -205,11 +205,16 @@ class ArenaRunner:
         )
         metrics = conversation_metrics(user_states(outcome.turns), task)
         metrics["go"] = None if verdict.good is None else float(verdict.good)
+        # An agent failure is scored like any ending (the trajectory up to it, the judge's
+        # verdict on it), so it counts against the agent instead of dropping out of the ranking.
+        agent_failed = outcome.termination is Termination.AGENT_FAILURE
         self.store.finish_conversation(
             conversation_id,
             status=ConversationStatus.FINISHED,
             termination=outcome.termination,
             rounds=outcome.rounds,
+            error=outcome.error,
+            failure_kind=FailureOrigin.AGENT if agent_failed else None,
             metrics=metrics,
             details={"go": verdict.detail},
         )

@@ -2,7 +2,8 @@
 
 Everything is recomputed from stored turns (the user's states), so the report reproduces every
 column from the store alone; only GoodOutcome (an LLM verdict) is read from the metrics table.
-Conversations that ended in error, and unfinished ones, are left out and counted.
+Conversations that ended in an infrastructure error, and unfinished ones, are left out and
+counted; conversations that ended in an agent failure are kept (scored) and counted per arm.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import NamedTuple
 
 from cogwm import tasks
 from cogwm.arena.scoring import conversation_metrics
-from cogwm.arena.termination import ConversationStatus
+from cogwm.arena.termination import ConversationStatus, FailureOrigin
 from cogwm.errors import InputError
 from cogwm.metrics.trajectory import EmptyPolicy
 from cogwm.schema import CognitiveState
@@ -32,6 +33,8 @@ class ConversationData(NamedTuple):
     states: list[CognitiveState]
     metrics: dict[str, float | None]
     go: bool | None
+    failure_kind: str | None = None
+    trial: int = 0
 
     @property
     def arm(self) -> str:
@@ -54,6 +57,7 @@ class RunData(NamedTuple):
     same_model_agents: list[str]
     calls: CallTotals
     empty: EmptyPolicy
+    agent_failures: Counter[str]
 
 
 def arm_name(agent: str, condition: str) -> str:
@@ -85,6 +89,7 @@ def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) ->
     stored = store.metrics(run.id)
     errors: Counter[str] = Counter()
     unfinished: Counter[str] = Counter()
+    agent_failures: Counter[str] = Counter()
     kept: list[ConversationData] = []
     for row in rows:
         arm = arm_name(row.agent, row.condition)
@@ -93,9 +98,12 @@ def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) ->
         elif row.status != ConversationStatus.FINISHED:
             unfinished[arm] += 1
         else:
+            if row.failure_kind == FailureOrigin.AGENT:
+                agent_failures[arm] += 1
             kept.append(_conversation(row, turns.get(row.id, []), stored.get(row.id, {}), policy))
     same = sorted({r.agent for r in rows if r.agent_model == r.simulator_model})
-    return RunData(run, kept, errors, unfinished, same, store.call_totals(run.id), policy)
+    calls = store.call_totals(run.id)
+    return RunData(run, kept, errors, unfinished, same, calls, policy, agent_failures)
 
 
 def _conversation(
@@ -117,4 +125,6 @@ def _conversation(
         states=states,
         metrics=conversation_metrics(states, tasks.get(row.task), policy),
         go=None if go is None else bool(go),
+        failure_kind=row.failure_kind,
+        trial=row.trial,
     )

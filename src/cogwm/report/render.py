@@ -49,7 +49,15 @@ def warnings(report: ArenaReport) -> list[str]:
             + " run on the simulator's own model, which inflates their results."
         )
     if report.errors:
-        notes.append(f"{report.errors} conversation(s) ended in error and are excluded.")
+        notes.append(
+            f"{report.errors} conversation(s) ended in an infrastructure error and are excluded "
+            "(resume the run to retry them)."
+        )
+    if report.agent_failures:
+        notes.append(
+            f"{report.agent_failures} conversation(s) ended when the agent broke its output "
+            "format; they are scored and count against the agent."
+        )
     if report.unfinished:
         notes.append(f"{report.unfinished} conversation(s) are unfinished (resume the run).")
     return notes
@@ -112,7 +120,11 @@ def _table6(report: ArenaReport) -> list[Table]:
         second.add_column(f"GO-{task}", justify="right", overflow="fold")
     for row in _ranked(report):
         length = "–" if row.mean_length is None else f"{row.mean_length:.1f}"
-        n = f"{row.n}" + (f"\n+{row.errors} err" if row.errors else "")
+        n = f"{row.n}"
+        if row.agent_failures:
+            n += f"\n{row.agent_failures} agent fail"
+        if row.errors:
+            n += f"\n+{row.errors} infra err"
         first.add_row(
             row.arm,
             n,
@@ -212,6 +224,7 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
         "counts": {
             "finished": report.finished,
             "errors": report.errors,
+            "agent_failures": report.agent_failures,
             "unfinished": report.unfinished,
         },
         "warnings": warnings(report),
@@ -221,6 +234,7 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
                 "arm": r.arm,
                 "n": r.n,
                 "errors": r.errors,
+                "failures": {"agent": r.agent_failures, "infrastructure": r.errors},
                 "mean_length": r.mean_length,
                 "metrics": _cells(r.cells),
                 "go_pct": _estimate(r.go),

@@ -75,7 +75,8 @@ class ArmRow(NamedTuple):
     go: MeanEstimate | None
     go_by_task: Cells
     go_unjudged: int
-    errors: int
+    errors: int = 0  # infrastructure failures: excluded from the row, re-run by --resume
+    agent_failures: int = 0  # agent failures: included in the row (scored), counted here
 
 
 class TaskRow(NamedTuple):
@@ -107,6 +108,7 @@ class ArenaReport(NamedTuple):
     calls: int
     tokens: int
     cost_usd: float
+    agent_failures: int = 0
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -180,6 +182,7 @@ def arm_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[A
                 go_by_task={t: go_by_task[t].get(arm) for t in tasks},
                 go_unjudged=sum(1 for c in mine if c.go is None),
                 errors=data.errors.get(arm, 0),
+                agent_failures=data.agent_failures.get(arm, 0),
             )
         )
     return rows
@@ -276,4 +279,5 @@ def build_report(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> Ar
         calls=data.calls.calls,
         tokens=data.calls.prompt_tokens + data.calls.completion_tokens,
         cost_usd=data.calls.cost_usd,
+        agent_failures=sum(data.agent_failures.values()),
     )
