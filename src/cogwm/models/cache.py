@@ -83,6 +83,14 @@ class ReplyCache:
             " key TEXT PRIMARY KEY, model TEXT NOT NULL, reply TEXT NOT NULL,"
             " created_at REAL NOT NULL)"
         )
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS invalid (key TEXT PRIMARY KEY, count INTEGER NOT NULL)"
+        )
+        # Small (only structured calls that failed for good), read once: a lookup per call
+        # would cost a query on the hot path.
+        self._invalid: dict[str, int] = dict(
+            self._db.execute("SELECT key, count FROM invalid").fetchall()
+        )
 
     def get(self, key: str) -> BackendReply | None:
         """The stored reply for ``key``, or None."""
@@ -98,6 +106,24 @@ class ReplyCache:
                 " VALUES (?, ?, ?, ?)",
                 (key, model, reply.model_dump_json(), time.time()),
             )
+
+    def invalid_count(self, key: str) -> int:
+        """How many times the structured call with cache key ``key`` failed validation for good.
+
+        The model answers such a request with a fresh sample (its sample index moved on by this
+        count), so a cached invalid reply is never replayed.
+        """
+        return self._invalid.get(key, 0)
+
+    def mark_invalid(self, key: str) -> int:
+        """Record that the structured call ``key`` failed validation; returns the new count."""
+        with self._lock:
+            count = self._invalid.get(key, 0) + 1
+            self._invalid[key] = count
+            self._db.execute(
+                "INSERT OR REPLACE INTO invalid (key, count) VALUES (?, ?)", (key, count)
+            )
+        return count
 
     def __len__(self) -> int:
         with self._lock:

@@ -128,6 +128,7 @@ class _Outcome(NamedTuple):
     completion: Completion
     reply: BackendReply
     record: CallRecord
+    base_key: str | None = None  # the cache key of the request as asked (before a fresh sample)
 
 
 def _validate(completion: Completion, output_model: type[BaseModel]) -> Validation:
@@ -251,6 +252,7 @@ class Model:
                 value=value, completion=second.completion, repaired=True
             )
         self._report_invalid(second.record, error)
+        self._forget_invalid(first)
         raise StructuredOutputError(
             f"reply does not match {output_model.__name__} after one repair attempt: {error}",
             model=self.spec,
@@ -343,6 +345,11 @@ class Model:
             probs=probs, choice=choice, path=ChoicePath.PARSED, raw=reply.text, call_id=call_id
         )
 
+    def _forget_invalid(self, first: _Outcome) -> None:
+        """Never replay this failure: the same request next time gets a fresh sample."""
+        if first.base_key is not None and self._cache is not None:
+            self._cache.mark_invalid(first.base_key)
+
     def _report_invalid(self, record: CallRecord, error: str | None) -> None:
         self.stats.invalid_outputs += 1
         emit(
@@ -384,27 +391,27 @@ class Model:
         cache: bool | None,
         logprobs_optional: bool = False,
     ) -> _Outcome:
+        asked = request
         request = self._effective(request)
         started = time.time()
         clock = time.perf_counter()
         call_id = new_call_id()
         self.stats.calls += 1
         store = self._use_cache(request.sampling, cache)
-        key = None
+        key = base_key = None
         if store is not None:
-            key = cache_key(
-                identity=self.identity,
-                messages=request.messages,
-                sampling=request.sampling,
-                sample=request.sample,
-                json_schema=request.json_schema,
-                logprobs=request.logprobs,
-                candidates=request.candidates,
-            )
+            key = base_key = self._key(request)
+            fresh = store.invalid_count(key) if request.json_schema is not None else 0
+            if fresh:
+                # This request failed validation for good before: ask for a new sample (a new
+                # derived seed) instead of replaying the invalid reply from the cache.
+                request = self._effective(asked.model_copy(update={"sample": asked.sample + fresh}))
+                key = self._key(request)
             hit = store.get(key)
             if hit is not None:
                 self.stats.cache_hits += 1
-                return self._outcome(hit, call_id, started, clock, tag, cached=True, attempts=0)
+                outcome = self._outcome(hit, call_id, started, clock, tag, cached=True, attempts=0)
+                return outcome._replace(base_key=base_key)
 
         tried: list[str] = []  # endpoints in attempt order, for the failure record
 
@@ -421,7 +428,21 @@ class Model:
         self.stats.attempts += attempts
         if store is not None and key is not None:
             store.put(key, self.identity, reply)
-        return self._outcome(reply, call_id, started, clock, tag, cached=False, attempts=attempts)
+        outcome = self._outcome(
+            reply, call_id, started, clock, tag, cached=False, attempts=attempts
+        )
+        return outcome._replace(base_key=base_key)
+
+    def _key(self, request: BackendRequest) -> str:
+        return cache_key(
+            identity=self.identity,
+            messages=request.messages,
+            sampling=request.sampling,
+            sample=request.sample,
+            json_schema=request.json_schema,
+            logprobs=request.logprobs,
+            candidates=request.candidates,
+        )
 
     async def _attempt(
         self, request: BackendRequest, logprobs_optional: bool, tried: list[str]
