@@ -19,6 +19,11 @@ from cogwm.schema.base import Record
 class ESConvUtteranceLabels(Record):
     corpus: Literal["esconv"] = "esconv"
     strategy: str | None = Field(default=None, description="Supporter strategy (sys rows only).")
+    feedback: int | None = Field(
+        default=None,
+        description="The seeker's 1-5 rating of how helpful the supporter's last turns were "
+        "(seeker rows; only FailedESConv.json keeps these ratings).",
+    )
 
 
 class ESConvSurvey(Record):

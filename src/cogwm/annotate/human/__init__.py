@@ -25,7 +25,8 @@ from pathlib import Path
 from cogwm import corpora
 from cogwm.annotate.human import annomi, dailydialog, esconv, inspired, persuasionforgood
 from cogwm.annotate.human.table import MappingRow, MappingTable
-from cogwm.corpora import annomi_annotators
+from cogwm.corpora import annomi_annotators, failed_esconv
+from cogwm.corpora.readers import require_dir
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 from cogwm.schema.partial import LabelledDialogue
@@ -39,6 +40,8 @@ TABLES: dict[str, MappingTable] = {
     "annomi": annomi.TABLE,
     "persuasionforgood": persuasionforgood.TABLE,
     "inspired": inspired.TABLE,
+    # The dropped ESConv dialogues carry the same self-reports: one table, one set of rules.
+    "failed_esconv": esconv.TABLE,
 }
 
 _Labeller = Callable[[list[Dialogue], Path], Iterator[LabelledDialogue]]
@@ -72,6 +75,7 @@ _LABELLERS: dict[str, _Labeller] = {
     "annomi": _annomi,
     "persuasionforgood": _persuasionforgood,
     "inspired": _inspired,
+    "failed_esconv": _esconv,
 }
 
 
@@ -100,10 +104,10 @@ def labelled_dialogues(
     """
     name = _canonical(corpus)
     root = _data_dir(data_dir)
-    dialogues = corpora.load(name, root)
+    folder, dialogues = _load(name, root)
     if split is not None:
         dialogues = _in_split(name, dialogues, split)
-    return _LABELLERS[name](dialogues, corpora.corpus_dir(name, root))
+    return _LABELLERS[name](dialogues, folder)
 
 
 def rows(corpus: str) -> tuple[MappingRow, ...]:
@@ -121,6 +125,14 @@ def _canonical(corpus: str) -> str:
             f"no human-label mapping for corpus {corpus!r}; known: {', '.join(_LABELLERS)}"
         )
     return key
+
+
+def _load(name: str, root: Path) -> tuple[Path, list[Dialogue]]:
+    """The corpus folder and its dialogues (FailedESConv is read from the ESConv folder)."""
+    if name == failed_esconv.NAME:
+        folder = require_dir(root / "esconv", f"{failed_esconv.FILE}")
+        return folder, failed_esconv.load(folder)
+    return corpora.corpus_dir(name, root), corpora.load(name, root)
 
 
 def _data_dir(data_dir: Path | str | None) -> Path:

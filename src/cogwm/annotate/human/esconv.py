@@ -108,7 +108,8 @@ TABLE = MappingTable(
             turn="last seeker turn (the state after the chat)",
             exact=False,
             note="The survey assumes the emotion persists; a low final intensity could as well "
-            "be relief or hope, which the data cannot tell. Missing final intensity: unknown.",
+            "be relief or hope, which the data cannot tell. Missing final intensity: unknown; "
+            "a dialogue with one seeker turn keeps only the initial reading there.",
         ),
         MappingRow(
             id="esconv.N1",
@@ -151,12 +152,23 @@ TABLE = MappingTable(
             exact=False,
             note="Ratings of the supporter, not of the seeker's state.",
         ),
+        MappingRow(
+            id="esconv.X2",
+            column="feedback (FailedESConv.json only)",
+            source="*",
+            target="none",
+            value="outcome only (kept in the utterance labels)",
+            turn="-",
+            exact=False,
+            note="The seeker rates how helpful the supporter's last turns were: an outcome of "
+            "the agent's turns, not a label of the seeker's emotion or BDI.",
+        ),
     ),
 )
 
 
 def label(dialogue: Dialogue) -> LabelledDialogue:
-    """The partial states ESConv's self-reports give one dialogue (also used for FailedESConv).
+    """The partial states ESConv's self-reports give one dialogue (FailedESConv's too).
 
     Raises:
         InputError: The dialogue is not an ESConv dialogue, has no seeker turn, or carries an
