@@ -75,3 +75,32 @@ def test_labels_refuses_a_missing_output_directory(fixtures_dir: Path, tmp_path:
     )
     assert isinstance(result.exception, InputError)
     assert "does not exist" in str(result.exception)
+
+
+def test_summary_counts_constrained_turns_once_each() -> None:
+    # Catches: a turn with two constraints counted twice in 'any', or not at all.
+    from cogwm.schema import Dialogue, Role, Utterance
+    from cogwm.schema.partial import Constraint, LabelledDialogue, Origin, PartialState, Source
+
+    origin = Origin(source=Source.HUMAN, rule="t.C1", exact=False)
+    both = [
+        Constraint(target="desire", relation="at_least", value=0.5, origin=origin),
+        Constraint(target="desire", relation="at_most", value=1.5, origin=origin),
+    ]
+    dialogue = Dialogue(
+        id="t:1",
+        corpus="t",
+        utterances=[
+            Utterance(index=0, speaker="a", role=Role.AGENT, text="Hi"),
+            Utterance(index=1, speaker="u", role=Role.USER, text="Hm"),
+            Utterance(index=2, speaker="a", role=Role.AGENT, text="So?"),
+            Utterance(index=3, speaker="u", role=Role.USER, text="Fine"),
+        ],
+    )
+    summary = summarize(
+        [LabelledDialogue(dialogue=dialogue, states={1: PartialState(constraints=both)})]
+    )
+    assert (summary.user_turns, summary.labelled_turns, summary.constrained_turns) == (2, 1, 1)
+    assert summary.constraints == {"desire at_least 0.5": 1, "desire at_most 1.5": 1}
+    assert summary.rules == {"t.C1": 1}
+    assert summary.fields["emotion"].unknown == 2

@@ -64,10 +64,11 @@ class LabelSummary(Record):
                 _bump(self.rules, origin.rule)
         if state.emotion.value is not None:
             _bump(self.emotions, state.emotion.value.label)
-        for key in sorted(
-            {_constraint_key(c.target, c.relation, c.value) for c in state.constraints}
-        ):
+        keys = {_constraint_key(c.target, c.relation, c.value) for c in state.constraints}
+        for key in sorted(keys):
             _bump(self.constraints, key)
+        if state.constraints:
+            self.constrained_turns += 1
         for rule in Counter(c.origin.rule for c in state.constraints if c.origin.rule):
             _bump(self.rules, rule)
 
