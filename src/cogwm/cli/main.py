@@ -40,6 +40,9 @@ def _register() -> None:
     app.add_typer(tom.app, name="tom")
     app.command("validate")(validate.validate)
     app.command("view")(view.view)
+    from cogwm.cli import serve as serve_cli
+
+    app.command("serve")(serve_cli.serve)
 
 
 def _fail(message: str) -> None:

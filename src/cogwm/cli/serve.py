@@ -1,0 +1,61 @@
+"""``cogwm serve``: the local web app (browse runs, watch a run live, play the agent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cogwm.cli.common import DataDirOption, err_console
+
+
+def serve(
+    db: Annotated[
+        list[Path] | None,
+        typer.Option("--db", help="Run store to show (repeat for several); nothing else is."),
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", help="Simulator model the play page may use (repeatable)."),
+    ] = None,
+    play_db: Annotated[
+        Path, typer.Option("--play-db", help="Run store the played dialogues are saved to.")
+    ] = Path("cogwm-play.sqlite"),
+    host: Annotated[str, typer.Option(help="Address to bind (loopback unless told).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8765,
+    max_rounds: Annotated[int, typer.Option(min=3, help="Rounds of a played dialogue.")] = 20,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Serve the runs given with --db and the play page on http://HOST:PORT/."""
+    import uvicorn
+
+    from cogwm.arena.scenarios import corpus_scenarios
+    from cogwm.cli.common import resolve_data_dir
+    from cogwm.errors import InputError
+    from cogwm.tasks import get
+    from cogwm.web.server import LOOPBACK, PLAY_TASKS, ServerConfig, create_app
+
+    stores = list(db or [])
+    for path in stores:
+        if not path.is_file():
+            raise InputError(f"run store {path} does not exist")
+    scenarios = {}
+    if data_dir is not None:
+        folder = resolve_data_dir(data_dir)
+        scenarios = {t: corpus_scenarios(get(t), folder) for t in PLAY_TASKS}
+    config = ServerConfig(
+        stores=[*stores, play_db],
+        models=list(model or ["llamacpp:smollm2"]),
+        play_store=play_db,
+        host=host,
+        port=port,
+        scenarios=scenarios,
+        max_rounds=max_rounds,
+    )
+    if host not in LOOPBACK:
+        err_console.print(f"[yellow]serving on {host}: anyone who can reach it can play[/yellow]")
+    err_console.print(f"cogwm serve: http://{host}:{port}/ (Ctrl-C stops)")
+    uvicorn.run(create_app(config), host=host, port=port, log_level="warning")
