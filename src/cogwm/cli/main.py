@@ -26,9 +26,10 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `import cogwm.cli.main` stays cheap until a command runs.
-    from cogwm.cli import arena, data, models, quickstart, score, tom, validate, view
+    from cogwm.cli import annotate, arena, data, models, quickstart, score, tom, validate, view
 
     app.command("quickstart")(quickstart.quickstart)
+    app.add_typer(annotate.app, name="annotate")
     app.add_typer(arena.app, name="arena")
     app.add_typer(data.app, name="data")
     app.add_typer(models.app, name="models")
