@@ -103,13 +103,10 @@ ANNOMI_FULL_HEADER = [
     "main_therapist_behaviour", "client_talk_type",
 ]  # fmt: skip
 ANNOMI_ROWS = [
-    # transcript, utterance id, speaker, text, talk type
-    (0, 0, "therapist", "How do you feel about smoking?", "n/a"),
-    (0, 1, "client", "I want to change, I will quit.", "change"),
-    (0, 2, "therapist", "What stops you?", "n/a"),
-    (0, 3, "client", "I don't see a problem.", "sustain"),
-    (0, 4, "therapist", "Tell me more.", "n/a"),
-    (0, 5, "client", "Okay.", "neutral"),
+    # transcript, utterance id, speaker, text, talk type. Transcripts 1 and 16 fall in the
+    # samples' seeded test split (seed 0), transcript 0 in train: its turns are never items.
+    (0, 0, "therapist", "Why are you here?", "n/a"),
+    (0, 1, "client", "I want to stop now.", "change"),
     (1, 0, "therapist", "Shall we talk about drinking?", "n/a"),
     (1, 1, "client", "Maybe I could cut down.", "change"),
     (1, 2, "therapist", "And?", "n/a"),
@@ -117,6 +114,12 @@ ANNOMI_ROWS = [
     (1, 4, "therapist", "Anything else?", "n/a"),
     # Labelled change, but the annotators of the full file tie on it: never an item.
     (1, 5, "client", "I don't know, I like it.", "change"),
+    (16, 0, "therapist", "How do you feel about smoking?", "n/a"),
+    (16, 1, "client", "I want to change, I will quit.", "change"),
+    (16, 2, "therapist", "What stops you?", "n/a"),
+    (16, 3, "client", "I don't see a problem.", "sustain"),
+    (16, 4, "therapist", "Tell me more.", "n/a"),
+    (16, 5, "client", "Okay.", "neutral"),
 ]
 
 
@@ -209,16 +212,20 @@ def test_dailydialog_items_are_valenced_test_turns(data_dir: Path) -> None:
     assert "official test (4 dialogues" in population.split
     second_speaker = next(i for i in population.items if i.utterance == "I am scared of that dog.")
     # The second speaker is the user of its own items: its turns are "user", the other "agent".
-    assert second_speaker.history == (("agent", "I am sad today."),)
+    assert second_speaker.inp.history == [("agent", "I am sad today.")]
+    glad = next(i for i in population.items if i.utterance == "Let's go out, I am glad.")
+    # As in the training samples, the latest human-known state before the turn is shown.
+    assert glad.inp.previous_state is not None and glad.inp.previous_state.emotion is not None
+    assert glad.inp.previous_state.emotion.label == "sadness"
 
 
-def test_annomi_items_leave_out_ties_and_neutral_turns(data_dir: Path) -> None:
+def test_annomi_items_are_test_split_directions_without_ties(data_dir: Path) -> None:
     items = annomi_population(data_dir).items
     assert [(i.utterance, i.gold) for i in items] == [
-        ("I want to change, I will quit.", "change"),
-        ("I don't see a problem.", "sustain"),
         ("Maybe I could cut down.", "change"),
         ("I like drinking too much.", "sustain"),
+        ("I want to change, I will quit.", "change"),
+        ("I don't see a problem.", "sustain"),
     ]
 
 
@@ -236,7 +243,9 @@ def test_scripted_card_has_the_hand_counted_figures(
     assert accuracy.value == pytest.approx(0.6)
     assert accuracy.n == 5
     assert accuracy.baselines.majority == pytest.approx(0.4)  # anger and sadness 2 of 5 each
-    assert accuracy.baselines.random == pytest.approx(1 / 12)
+    # The paper's 12 labels and DailyDialog's 4 extensions (happiness, surprise, disgust, neutral).
+    assert accuracy.baselines.random == pytest.approx(1 / 16)
+    assert len(card.answer_labels) == 16
     assert accuracy.ci_low is not None and accuracy.ci_high is not None
     assert accuracy.ci_low <= 0.75 <= accuracy.ci_high
     f1 = card.figure("dailydialog.emotion_macro_f1[understand]")

@@ -89,6 +89,10 @@ class Card(_Rec):
     confidence: float = 0.95
     created: str
     versions: dict[str, str] = Field(default_factory=dict)
+    answer_labels: list[str] = Field(
+        default_factory=list, description="The emotion labels the simulator could answer."
+    )
+    input: str = Field(default="", description="What the simulator was shown, in words.")
     parts: list[PartInfo] = Field(default_factory=list)
     figures: list[Figure] = Field(default_factory=list)
     left_out: dict[str, str] = Field(

@@ -1,50 +1,55 @@
 """The items of each card part: held-out user turns with their human label.
 
-An item is one user turn: what the simulator is shown (task, context, profile, the turns before
-it) and the real utterance, with the gold answer. Items are read from the raw corpora with the
-corpus loaders, so the counts can be checked against the files:
+An item is one user turn: the simulator's input exactly as the training samples build it
+(:mod:`cogwm.simulator.samples`: the task's context, the profile, the first and the latest
+human-known state before the turn, the last turns of the conversation) and the real utterance,
+with the gold answer. The human labels come from :func:`cogwm.annotate.human.labelled_dialogues`:
 
 - **DailyDialog**, the official test split (the samples drop test dialogues' text twins from
-  train, so every test dialogue is held out), both speakers as the user in turn; items are the
+  train, so every test dialogue is held out), each speaker as the user in turn; items are the
   turns labelled happiness, anger, sadness, fear or disgust (surprise has no valence sign; "no
   emotion" says nothing about valence).
-- **AnnoMI**, every transcript (the corpus has no official split), client turns labelled change or
-  sustain by the human-label mapping (utterances on which the annotators tie left out).
+- **AnnoMI**, the seeded test split of the samples (the corpus has no official split), client
+  turns labelled change or sustain (annotator ties left out by the mapping).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cogwm import corpora
 from cogwm.errors import InputError
-from cogwm.schema import Dialogue, Profile
-from cogwm.schema.labels import AnnoMIMeta, DailyDialogMeta
-from cogwm.schema.labels import DailyDialogUtteranceLabels as DDLabels
-from cogwm.schema.partial import LabelledDialogue
-
-#: Turns before the target that the simulator sees (the most recent ones).
-HISTORY_TURNS = 8
+from cogwm.schema import CognitiveState, Role
+from cogwm.schema.partial import STATE_FIELDS, FieldKind, LabelledDialogue, PartialState
+from cogwm.simulator.format import WorldModelInput
+from cogwm.simulator.samples import (
+    DEFAULT_HISTORY_TURNS,
+    sample_context,
+    sample_profile,
+    task_for_corpus,
+)
+from cogwm.simulator.splits import base_id, plan_splits
 
 #: DailyDialog labels with a valence sign: +1 happiness, -1 the rest.
 DD_VALENCE: dict[str, int] = {"happiness": 1, "anger": -1, "sadness": -1, "fear": -1, "disgust": -1}
-#: DailyDialog labels that are labels of the emotion lexicon too (exact mapping, LABELS.md §2).
+#: DailyDialog labels that are labels of the paper's lexicon too (exact mapping, LABELS.md §2).
 DD_LEXICON_LABELS: tuple[str, ...] = ("anger", "fear", "sadness")
 
 
 @dataclass(frozen=True)
 class Item:
-    """One held-out user turn and its gold answer."""
+    """One held-out user turn: the simulator's input before it, the real turn, the gold answer.
+
+    ``inp`` is the prediction-mode input (history up to the agent's turn before this one).
+    ``dialogue_id`` is the base dialogue (both DailyDialog readings share it), the unit that
+    the bootstrap resamples.
+    """
 
     id: str
     dialogue_id: str
     turn_index: int
-    task: str
-    context: str
-    profile: Profile | None
-    history: tuple[tuple[str, str], ...]
+    inp: WorldModelInput
     utterance: str
     gold: str
 
@@ -59,86 +64,103 @@ class Population:
     items: list[Item]
 
 
-def _turn_history(dialogue: Dialogue, user_speaker: str, index: int) -> tuple[tuple[str, str], ...]:
-    turns = dialogue.turns()[max(0, index - HISTORY_TURNS) : index]
-    return tuple(("user" if t.speaker == user_speaker else "agent", t.text) for t in turns)
+def turn_inputs(
+    labelled: LabelledDialogue, history_turns: int = DEFAULT_HISTORY_TURNS
+) -> Iterator[tuple[int, WorldModelInput, PartialState]]:
+    """Every user turn's prediction-mode input, as :func:`cogwm.simulator.samples.dialogue_samples`
+    builds it, with the turn's human partial state."""
+    dialogue = labelled.dialogue
+    task = task_for_corpus(dialogue.corpus)
+    turns = dialogue.turns()
+    context = sample_context(dialogue, task)
+    profile = sample_profile(dialogue)
+    known: list[CognitiveState] = []
+    for turn in turns:
+        if turn.role is not Role.USER:
+            continue
+        partial = labelled.states.get(turn.index, PartialState())
+        window = turns[max(0, turn.index - history_turns) : turn.index]
+        yield (
+            turn.index,
+            WorldModelInput(
+                task=task.name,
+                context=context,
+                profile=profile,
+                initial_state=known[0] if known else None,
+                history=[(t.role.value, t.text) for t in window],
+                previous_state=known[-1] if known else None,
+            ),
+            partial,
+        )
+        if any(partial.kind(f) is FieldKind.VALUE for f in STATE_FIELDS):
+            known.append(partial.to_state())
+
+
+#: Reads the gold answer of a turn from its partial state (None: the turn is not an item).
+GoldOf = Callable[[PartialState], str | None]
+
+
+def _items(labelled: LabelledDialogue, gold_of: GoldOf) -> Iterable[Item]:
+    turns = labelled.dialogue.turns()
+    for index, inp, partial in turn_inputs(labelled):
+        gold = gold_of(partial)
+        if gold is None:
+            continue
+        yield Item(
+            id=f"{labelled.dialogue.id}:{index}",
+            dialogue_id=base_id(labelled.dialogue.id),
+            turn_index=index,
+            inp=inp,
+            utterance=turns[index].text,
+            gold=gold,
+        )
 
 
 # --- DailyDialog ----------------------------------------------------------------------------------
 
 
+def _dailydialog_gold(partial: PartialState) -> str | None:
+    emotion = partial.emotion.value
+    return emotion.label if emotion is not None and emotion.label in DD_VALENCE else None
+
+
 def dailydialog_population(data_dir: Path) -> Population:
     """The DailyDialog part's items (see the module docstring)."""
-    test = [d for d in corpora.load("dailydialog", data_dir) if d.split == "test"]
-    if not test:
+    from cogwm.annotate.human import labelled_dialogues
+
+    readings = list(labelled_dialogues("dailydialog", data_dir, split="test"))
+    if not readings:
         raise InputError(f"{data_dir}: DailyDialog has no test dialogues")
     return Population(
         corpus="dailydialog",
-        split=f"official test ({len(test)} dialogues; their text twins are dropped from train "
-        "by the samples split rule, so all of them are held out)",
+        split=f"official test ({len(readings) // 2} dialogues; their text twins are dropped "
+        "from train by the samples split rule, so all of them are held out)",
         selection="turns labelled happiness, anger, sadness, fear or disgust; each speaker is "
         "the user in turn",
-        items=[item for d in test for item in _dailydialog_items(d)],
+        items=[item for r in readings for item in _items(r, _dailydialog_gold)],
     )
-
-
-def _dailydialog_items(dialogue: Dialogue) -> Iterable[Item]:
-    topic = dialogue.meta.topic if isinstance(dialogue.meta, DailyDialogMeta) else ""
-    for turn in dialogue.turns():
-        emotions = {u.labels.emotion for u in turn.utterances if isinstance(u.labels, DDLabels)}
-        labelled = emotions & set(DD_VALENCE)
-        if len(labelled) != 1:  # unlabelled, or a turn with two emotions: no single gold
-            continue
-        side = "A" if turn.index % 2 == 0 else "B"
-        yield Item(
-            id=f"{dialogue.id}#{side}:{turn.index}",
-            dialogue_id=dialogue.id,
-            turn_index=turn.index,
-            task="DAILY",
-            context=f"Topic: {topic}." if topic else "",
-            profile=None,
-            history=_turn_history(dialogue, turn.speaker, turn.index),
-            utterance=turn.text,
-            gold=labelled.pop(),
-        )
 
 
 # --- AnnoMI --------------------------------------------------------------------------------------
 
 
-def annomi_population(data_dir: Path) -> Population:
-    """The AnnoMI part's items: client turns with a change or sustain direction.
+def _annomi_gold(partial: PartialState) -> str | None:
+    signs = {c.value > 0 for c in partial.constraints if c.relation == "direction"}
+    return None if len(signs) != 1 else ("change" if signs.pop() else "sustain")
 
-    The directions come from :func:`cogwm.annotate.human.labelled_dialogues` (AnnoMI's mapping
-    table: annotator ties dropped, a turn with both directions left without one).
-    """
+
+def annomi_population(data_dir: Path, split_seed: int = 0) -> Population:
+    """The AnnoMI part's items: client turns with a change or sustain direction, in the test
+    split the samples draw with ``split_seed``."""
     from cogwm.annotate.human import labelled_dialogues
 
     labelled = list(labelled_dialogues("annomi", data_dir))
+    plan = plan_splits("annomi", [ld.dialogue for ld in labelled], split_seed)
+    test = [ld for ld in labelled if plan.split_of(ld.dialogue.id) == "test"]
     return Population(
         corpus="annomi",
-        split=f"all {len(labelled)} transcripts (no official split)",
+        split=f"seeded test split of the samples (seed {split_seed}): {len(test)} of "
+        f"{len(labelled)} transcripts",
         selection="client turns labelled change or sustain (annotator ties left out)",
-        items=[item for ld in labelled for item in _annomi_items(ld)],
+        items=[item for ld in test for item in _items(ld, _annomi_gold)],
     )
-
-
-def _annomi_items(labelled: LabelledDialogue) -> Iterable[Item]:
-    dialogue = labelled.dialogue
-    meta = dialogue.meta if isinstance(dialogue.meta, AnnoMIMeta) else None
-    turns = dialogue.turns()
-    for index, state in sorted(labelled.states.items()):
-        signs = {c.value > 0 for c in state.constraints if c.relation == "direction"}
-        if len(signs) != 1:
-            continue
-        yield Item(
-            id=f"{dialogue.id}:{index}",
-            dialogue_id=dialogue.id,
-            turn_index=index,
-            task="MI",
-            context=f"The session is about {meta.topic}." if meta else "",
-            profile=None,
-            history=_turn_history(dialogue, turns[index].speaker, index),
-            utterance=turns[index].text,
-            gold="change" if signs.pop() else "sustain",
-        )

@@ -33,7 +33,7 @@ ABLATIONS: dict[str, str] = {
     "no_styles": "without communication and decision style",
     "no_task_features": "without task features",
     "no_profile": "without the whole profile",
-    "no_anything": "without profile, context and previous state",
+    "no_anything": "without profile, context and the initial and previous states",
 }
 
 #: Output budget per call: a state and utterance stay under ~220 tokens in the format.
@@ -74,22 +74,24 @@ def _ablated_profile(profile: Profile | None, ablation: str) -> Profile | None:
 
 
 def world_model_input(item: Item, mode: Mode, ablation: str = "none") -> WorldModelInput:
-    """The simulator's input for ``item``: in ``understand`` mode the real turn ends the history."""
-    history = [*item.history, ("user", item.utterance)] if mode == "understand" else item.history
-    bare = ablation == "no_anything"
-    return WorldModelInput(
-        task=item.task,
-        context="" if bare else item.context,
-        profile=_ablated_profile(item.profile, ablation),
-        history=list(history),  # type: ignore[arg-type]
-        mode=mode,
-    )
+    """The simulator's input for ``item`` under an input switch; in ``understand`` mode the real
+    turn ends the history."""
+    inp = item.inp
+    history = [*inp.history, ("user", item.utterance)] if mode == "understand" else inp.history
+    update: dict[str, object] = {
+        "history": history,
+        "mode": mode,
+        "profile": _ablated_profile(inp.profile, ablation),
+    }
+    if ablation == "no_anything":
+        update.update(context="", initial_state=None, previous_state=None)
+    return inp.model_copy(update=update)
 
 
 async def _read_one(
     model: Model, item: Item, mode: Mode, ablation: str, sampling: Sampling
 ) -> Reading:
-    task = tasks.get(item.task)
+    task = tasks.get(item.inp.task)
     messages = build_messages(world_model_input(item, mode, ablation), task)
     state_model, turn_model = task_output_models(task)
     output_model = state_model if mode == "understand" else turn_model

@@ -20,17 +20,26 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from cogwm.annotate.human import extensions
 from cogwm.arena.provenance import git_revision, package_versions
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.models.model import Model
+from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import format_version
+from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
 from cogwm.simulator.validate.card import Card, Figure, PartInfo
 from cogwm.simulator.validate.figures import Scope, Settings
 from cogwm.simulator.validate.items import Item, Population
 from cogwm.simulator.validate.parts import NOT_YET, PARTS, ItemSets, PartSpec, union
-from cogwm.simulator.validate.reader import Reading, check_ablation, read_items
+from cogwm.simulator.validate.reader import ABLATIONS, Reading, check_ablation, read_items
 
+#: What the simulator is shown for each item (the training samples' input).
+INPUT = (
+    "as the training samples: the task's context, the profile, the first and the latest "
+    f"human-known state before the turn, the last {DEFAULT_HISTORY_TURNS} turns (and the real "
+    "turn when understanding)"
+)
 #: The parts measured when none are named.
 DEFAULT_PARTS: tuple[str, ...] = tuple(PARTS)
 
@@ -133,6 +142,9 @@ def build_card(
     """
     names = check_parts(parts)
     check_ablation(ablation)
+    # The human labels use DailyDialog's extension labels (happiness, neutral, ...); registering
+    # them up front gives every part and every card the same answer space, whichever parts run.
+    extensions.register()
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     specs = [PARTS[n] for n in names if n in PARTS]
@@ -160,6 +172,8 @@ def build_card(
         resamples=resamples,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         versions=versions(),
+        answer_labels=sorted(valence_table()),
+        input=f"{INPUT}; {ABLATIONS[ablation]}",
         parts=infos,
         figures=figures,
         left_out={n: NOT_YET[n] for n in names if n in NOT_YET},
