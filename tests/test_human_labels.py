@@ -395,3 +395,18 @@ def test_inspired_outcome_goes_to_the_last_seeker_turn_as_decision_and_bounds(
     (rejected_state,) = rejected.states.values()
     assert rejected_state.intentions.items[0].score == 0.0
     assert [(c.relation, c.value) for c in rejected_state.constraints] == [("at_most", 0.5)]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "text"),
+    [
+        ("I'll give $0.05.", "donate $0.05 to Save the Children"),
+        ("I'd donate 50 cents of my payment.", "donate $0.50 to Save the Children"),
+        ("I will donate 5 dollars", "donate $5 to Save the Children"),
+        ("Half of whatever I get.", "donate to Save the Children"),
+    ],
+)
+def test_p4g_amount_in_dollars_or_cents(sentence: str, text: str) -> None:
+    # Catches: an amount written in cents read as dollars, or an invented amount.
+    item = p4g.label(_p4g_dialogue([[("provide-donation-amount", sentence)]]))
+    assert _intention(item, 1)[0] == text

@@ -26,7 +26,9 @@ _TURN = "the persuadee turn holding the labelled sentence"
 #: Item texts: what the commitment and the prosocial desire are about.
 DONATE = "donate to Save the Children"
 HELP = "help children in need through Save the Children"
-_AMOUNT = re.compile(r"\$\s?(\d+(?:\.\d+)?|\.\d+)")
+_NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
+_DOLLARS = re.compile(rf"\${_NUMBER}|\$\s{_NUMBER}|{_NUMBER}\s*(?:\$|dollars?\b)", re.IGNORECASE)
+_CENTS = re.compile(rf"{_NUMBER}\s*cents?\b", re.IGNORECASE)
 
 
 def _commitment(n: int, source: str, score: float, note: str, *, exact: bool = False) -> MappingRow:
@@ -261,7 +263,11 @@ def _acts(turn: Turn) -> list[tuple[str, str]]:
 def _item_text(act: str, sentence: str) -> str:
     if act != "provide-donation-amount":
         return DONATE
-    match = _AMOUNT.search(sentence)
-    if match is None:
-        return DONATE
-    return f"donate ${match.group(1)} to Save the Children"
+    dollars = _DOLLARS.search(sentence)
+    if dollars is not None:
+        amount = next(g for g in dollars.groups() if g is not None)
+        return f"donate ${amount} to Save the Children"
+    cents = _CENTS.search(sentence)
+    if cents is not None:
+        return f"donate ${float(cents.group(1)) / 100:.2f} to Save the Children"
+    return DONATE
