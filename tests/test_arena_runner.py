@@ -335,3 +335,67 @@ def test_an_agent_that_breaks_its_format_is_scored_and_counted_against_it(
     assert by_arm["warm/cot"].errors == 0 and by_arm["warm/no_cot"].agent_failures == 0
     assert report.agent_failures == 4 and report.errors == 0
     assert by_arm["warm/cot"].cells["cts"] is not None  # scored, not dropped
+
+
+def _simulator_seeds(raw: dict[str, Any], db: Path) -> set[int]:
+    """The distinct seeds of the simulated user's turn calls in a run of ``raw``."""
+    from cogwm.models import load
+    from cogwm.models.fake import FakeBackend
+
+    backends: list[FakeBackend] = []
+
+    def tracked(spec: str, **options: Any) -> Any:
+        model = load(spec, **options)
+        assert isinstance(model.backend, FakeBackend)
+        backends.append(model.backend)
+        return model
+
+    with RunStore(db) as store:
+        asyncio.run(run_arena(parse_config(raw), store, show_progress=False, load_model=tracked))
+    return {
+        r.sampling.seed or 0
+        for b in backends
+        for r in b.requests
+        if "Give your new state and your reply." in r.messages[-1].content
+    }
+
+
+def test_every_agent_meets_the_same_user_draws(tmp_path: Path, script: Script) -> None:
+    # Catches: the simulated user's seed was derived from the agent's unit seed, so agents
+    # met different user draws and paired differences carried that noise.
+    from cogwm.arena.scenarios import builtin_scenarios
+    from cogwm.arena.termination import Condition
+    from cogwm.arena.units import Unit
+
+    cfg = parse_config(config(trials=3))
+    scenario = builtin_scenarios("ESC")[0]
+    warm, cold = cfg.agents
+    units = [
+        Unit("ESC", scenario, agent, condition, trial)
+        for trial in range(3)
+        for agent, condition in (
+            (warm, Condition.NO_COT),
+            (warm, Condition.COT),
+            (cold, Condition.NO_COT),
+        )
+    ]
+    users = {(u.trial, u.seeds(cfg)[1]) for u in units}
+    assert len(users) == 3  # one user seed per trial, shared by the three arms
+    agents = {u.seeds(cfg)[0] for u in units}
+    assert len(agents) == 9  # the agents' own seeds all differ
+    unpaired = parse_config(config(trials=3, paired_seeds=False))
+    assert all(u.seeds(unpaired)[1] == u.seeds(unpaired)[0] for u in units)
+    # In a run, the simulator's call at a round carries the same seed for every arm: 4
+    # scenarios x 4 simulated rounds x 1 trial seeds, against 12 units x 4 rounds unpaired.
+    assert len(_simulator_seeds(config(), tmp_path / "p.sqlite")) == 4 * 4
+    assert len(_simulator_seeds(config(paired_seeds=False), tmp_path / "u.sqlite")) == 12 * 4
+    summary = _run(tmp_path / "runs.sqlite", config(trials=2))
+    assert summary.planned == 2 * UNITS and summary.finished == 2 * UNITS
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        keys = [c.unit_key for c in store.conversations()]
+        assert len(set(keys)) == 2 * UNITS
+        assert {c.trial for c in store.conversations()} == {0, 1}
+        data = load_run(store)
+    report = build_report(data, n_resamples=20)
+    for row in report.arms:
+        assert row.go_pass_k is not None and (row.go_pass_k.k, row.go_pass_k.scenarios) == (2, 4)

@@ -179,3 +179,26 @@ def test_carry_policy_changes_empty_dimensions(db: Path) -> None:
     a_s1 = next(c for c in carried.conversations if c.agent == "a" and c.scenario == "s1")
     # With carry, B is unknown at the first state, so B-Δ is undefined (not 2).
     assert a_s1.metrics["b_delta"] is None
+
+
+def test_pass_k_needs_every_trial_good() -> None:
+    from cogwm.report.data import ConversationData
+    from cogwm.report.tables import pass_k
+
+    def conv(scenario: str, trial: int, go: bool | None) -> ConversationData:
+        return ConversationData(
+            1, "ESC", "a", "no_cot", scenario, "max_rounds", 3, [], {}, go, None, trial
+        )
+
+    convs = [
+        *(conv("s1", t, True) for t in range(3)),  # all good: passes
+        conv("s2", 0, True),
+        conv("s2", 1, False),
+        conv("s2", 2, True),  # one bad trial: fails
+        conv("s3", 0, True),
+        conv("s3", 1, None),
+        conv("s3", 2, True),  # a trial unjudged: not counted
+    ]
+    found = pass_k(convs, 3)
+    assert found is not None and (found.value, found.scenarios) == (0.5, 2)
+    assert pass_k(convs, 1) is None

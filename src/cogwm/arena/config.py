@@ -155,6 +155,17 @@ class ArenaConfig(_Section):
         description="First round after which the intent detector runs (beyond max_rounds: never).",
     )
     history_turns: int = Field(default=8, ge=2, description="Turns of history shown to models.")
+    trials: int = Field(
+        default=1,
+        ge=1,
+        description="Conversations per scenario and arm, each with its own seeds (pass^k).",
+    )
+    paired_seeds: bool = Field(
+        default=True,
+        description="Common random numbers: the simulated user's, intent detector's and judge's "
+        "seeds depend on scenario and trial, never on the agent, so every agent meets the same "
+        "user draws and paired differences lose that noise.",
+    )
     concurrency: int = Field(default=16, ge=1, description="Conversations in flight.")
     scenarios: ScenarioSource = ScenarioSource.BUILTIN
     data_dir: str | None = None

@@ -92,15 +92,21 @@ class Orchestrator:
         self.detector = detector
         self.limits = limits
 
-    async def run(self, opening: Opening, sink: TurnSink, *, seed: int) -> Outcome:
+    async def run(
+        self, opening: Opening, sink: TurnSink, *, seed: int, user_seed: int | None = None
+    ) -> Outcome:
         """Play the conversation; a model call that fails for good ends it with ``ERROR``, an
         agent reply that breaks its format (after the repair attempt) with ``AGENT_FAILURE``.
 
         Args:
             opening: Scenario, user setup and initial state.
             sink: Receives every turn as soon as it exists.
-            seed: The conversation's seed; each call's seed is derived from it and its position.
+            seed: The agent's seed; each agent call's seed is derived from it and its position.
+            user_seed: The seed of the user's side (simulator, intent detector); the same for
+                every agent on a scenario and trial under common random numbers. Default:
+                ``seed``.
         """
+        user = seed if user_seed is None else user_seed
         turns = cold_start_turns(opening.scenario, opening.initial_state, opening.reading_call_id)
         for turn in turns:
             sink.add_turn(turn)
@@ -121,15 +127,15 @@ class Orchestrator:
                         error=f"agent output: {exc}",
                     )
                 self._append(turns, sink, reply, Role.AGENT, round_number)
-                user = await self.simulator.next_turn(
-                    opening.setup, turns, seed=derive_seed(seed, "user", round_number)
+                said = await self.simulator.next_turn(
+                    opening.setup, turns, seed=derive_seed(user, "user", round_number)
                 )
-                self._append(turns, sink, user, Role.USER, round_number)
-                if user.leave:
+                self._append(turns, sink, said, Role.USER, round_number)
+                if said.leave:
                     return Outcome(
                         termination=Termination.USER_LEFT, rounds=round_number, turns=turns
                     )
-                if await self._ended(turns, round_number, seed):
+                if await self._ended(turns, round_number, user):
                     return Outcome(
                         termination=Termination.NATURAL_END, rounds=round_number, turns=turns
                     )

@@ -201,7 +201,7 @@ class ArenaRunner:
             judge,
             task,
             outcome.turns,
-            seed=derive_seed(unit.seed(self.config.seed), "judge"),
+            seed=derive_seed(unit.seeds(self.config)[1], "judge"),
         )
         metrics = conversation_metrics(user_states(outcome.turns), task)
         metrics["go"] = None if verdict.good is None else float(verdict.good)
@@ -246,8 +246,9 @@ class ArenaRunner:
             reading_call_id=prep.call_id,
         )
         sink = _StoreSink(self.store, conversation_id)
+        agent_seed, user_seed = unit.seeds(config)
         outcome = await Orchestrator(agent, simulator, detector, limits).run(
-            opening, sink, seed=unit.seed(config.seed)
+            opening, sink, seed=agent_seed, user_seed=user_seed
         )
         return outcome
 

@@ -49,21 +49,30 @@ class Unit(NamedTuple):
         return key if self.trial == 0 else f"{key}|t{self.trial}"
 
     def seed(self, run_seed: int) -> int:
-        """The unit's seed, from (run seed, task, scenario, agent, condition)."""
-        return derive_seed(run_seed, self.task, self.scenario.id, self.agent.name, self.condition)
+        """The agent's seed, from (run seed, task, scenario, agent, condition, trial)."""
+        trial = () if self.trial == 0 else (self.trial,)
+        return derive_seed(
+            run_seed, self.task, self.scenario.id, self.agent.name, self.condition, *trial
+        )
+
+    def user_seed(self, run_seed: int) -> int:
+        """The seed of the simulated user's side (user, intent detector, judge) under paired
+        seeds: from (run seed, task, scenario, trial) only, the same for every agent."""
+        return derive_seed(run_seed, self.task, self.scenario.id, "user", self.trial)
 
     def seeds(self, config: ArenaConfig) -> tuple[int, int]:
-        """``(agent seed, user seed)``: the agent's calls and the simulated user's calls."""
-        seed = self.seed(config.seed)
-        return seed, seed
+        """``(agent seed, user seed)``; without ``paired_seeds`` the user's follows the agent's."""
+        agent = self.seed(config.seed)
+        return agent, self.user_seed(config.seed) if config.paired_seeds else agent
 
 
 def plan_units(config: ArenaConfig, scenarios: dict[str, list[Scenario]]) -> list[Unit]:
-    """Every unit of the config, in a fixed order (task, scenario, agent, condition)."""
+    """Every unit of the config, in a fixed order (task, scenario, trial, agent, condition)."""
     return [
-        Unit(task, scenario, agent, condition)
+        Unit(task, scenario, agent, condition, trial)
         for task in config.tasks
         for scenario in scenarios[task]
+        for trial in range(config.trials)
         for agent in config.agents
         for condition in agent.conditions
     ]

@@ -116,6 +116,9 @@ def _table6(report: ArenaReport) -> list[Table]:
     for header, _, _ in TABLE6_COLUMNS[5:]:
         second.add_column(header, justify="right", overflow="fold")
     second.add_column("GO%", justify="right", overflow="fold")
+    k = max((row.go_pass_k.k for row in report.arms if row.go_pass_k), default=0)
+    if k:
+        second.add_column(f"GO pass^{k}%", justify="right", overflow="fold")
     for task in tasks:
         second.add_column(f"GO-{task}", justify="right", overflow="fold")
     for row in _ranked(report):
@@ -136,8 +139,14 @@ def _table6(report: ArenaReport) -> list[Table]:
             for _, name, scale in TABLE6_COLUMNS[5:]
         ]
         gos = [cell(row.go_by_task.get(t), signed=False, digits=0) for t in tasks]
-        second.add_row(row.arm, *dims, cell(row.go, signed=False, digits=0), *gos)
+        passes = [_pass_k(row)] if k else []
+        second.add_row(row.arm, *dims, cell(row.go, signed=False, digits=0), *passes, *gos)
     return [first, second]
+
+
+def _pass_k(row: ArmRow) -> str:
+    found = row.go_pass_k
+    return "–" if found is None else f"{100 * found.value:.0f}\n({found.scenarios} sc.)"
 
 
 def _mean(estimate: MeanEstimate | None) -> float:
@@ -240,6 +249,7 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
                 "go_pct": _estimate(r.go),
                 "go_pct_by_task": _cells(r.go_by_task),
                 "go_unjudged": r.go_unjudged,
+                "go_pass_k": None if r.go_pass_k is None else r.go_pass_k._asdict(),
             }
             for r in report.arms
         ],

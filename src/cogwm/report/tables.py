@@ -65,6 +65,14 @@ CORRELATED = (
 Cells = dict[str, MeanEstimate | None]
 
 
+class PassK(NamedTuple):
+    """pass^k of GoodOutcome: the share of scenarios where all k trials were judged good."""
+
+    k: int
+    value: float
+    scenarios: int  # scenarios with all k trials judged
+
+
 class ArmRow(NamedTuple):
     """One agent x condition row of Table 6."""
 
@@ -77,6 +85,7 @@ class ArmRow(NamedTuple):
     go_unjudged: int
     errors: int = 0  # infrastructure failures: excluded from the row, re-run by --resume
     agent_failures: int = 0  # agent failures: included in the row (scored), counted here
+    go_pass_k: PassK | None = None  # consistency of GoodOutcome over k trials (k > 1)
 
 
 class TaskRow(NamedTuple):
@@ -156,12 +165,35 @@ def _columns(
     }
 
 
+def trials_of(data: RunData) -> int:
+    """Trials per scenario and arm in the run's config (1 for runs before trials existed)."""
+    config: dict[str, Any] = json.loads(data.run.config_json)
+    return int(config.get("trials", 1))
+
+
+def pass_k(conversations: list[ConversationData], k: int) -> PassK | None:
+    """pass^k over one arm's conversations: of the scenarios with k judged trials, the share
+    where every trial was a GoodOutcome (tau-bench's consistency measure); None when k < 2 or
+    no scenario has all k trials judged."""
+    if k < 2:
+        return None
+    verdicts: dict[str, list[bool]] = {}
+    for c in conversations:
+        if c.go is not None:
+            verdicts.setdefault(c.scenario_key, []).append(c.go)
+    complete = [all(v) for v in verdicts.values() if len(v) == k]
+    if not complete:
+        return None
+    return PassK(k, sum(complete) / len(complete), len(complete))
+
+
 def arm_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[ArmRow]:
     """Table 6: one row per agent x condition over all tasks."""
     convs = data.conversations
     columns = _columns(convs, TABLE6_COLUMNS, n_resamples=n_resamples, seed=seed)
     go = _bootstrap(convs, _go, n_resamples=n_resamples, seed=seed)
     tasks = sorted({c.task for c in convs})
+    k = trials_of(data)
     go_by_task = {
         t: _bootstrap([c for c in convs if c.task == t], _go, n_resamples=n_resamples, seed=seed)
         for t in tasks
@@ -183,6 +215,7 @@ def arm_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[A
                 go_unjudged=sum(1 for c in mine if c.go is None),
                 errors=data.errors.get(arm, 0),
                 agent_failures=data.agent_failures.get(arm, 0),
+                go_pass_k=pass_k(mine, k),
             )
         )
     return rows
