@@ -62,7 +62,7 @@ def parse_line(line: str, *, where: str = "<line>") -> LabelledDialogue:
         raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
     tag = data.pop(_SCHEMA_KEY, None)
     if tag != SCHEMA:
-        raise InputError(f"{where}: expected \"schema\": \"{SCHEMA}\", got {tag!r}")
+        raise InputError(f'{where}: expected "schema": "{SCHEMA}", got {tag!r}')
     _register_extensions(data.pop(_EMOTIONS_KEY, {}), where)
     try:
         # Validated from JSON text, so enums and integer dict keys parse as they were written.
@@ -140,7 +140,7 @@ def _extension_labels(item: LabelledDialogue) -> dict[str, float]:
 
 def _register_extensions(extensions: object, where: str) -> None:
     if not isinstance(extensions, dict):
-        raise InputError(f"{where}: expected \"{_EMOTIONS_KEY}\" to map labels to valences")
+        raise InputError(f'{where}: expected "{_EMOTIONS_KEY}" to map labels to valences')
     for label, value in extensions.items():
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise InputError(f"{where}: emotion {label!r}: expected a valence, got {value!r}")

@@ -30,6 +30,9 @@ def _register() -> None:
 
     app.command("quickstart")(quickstart.quickstart)
     app.add_typer(annotate.app, name="annotate")
+    from cogwm.cli import annotate_labels
+
+    annotate.app.command("labels")(annotate_labels.labels)
     app.add_typer(arena.app, name="arena")
     app.add_typer(data.app, name="data")
     app.add_typer(models.app, name="models")
