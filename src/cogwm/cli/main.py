@@ -42,6 +42,9 @@ def _register() -> None:
 
     app.add_typer(samples_cli.app, name="samples")
     app.add_typer(tom.app, name="tom")
+    from cogwm.cli import train as train_cli
+
+    app.add_typer(train_cli.app, name="train")
     app.command("validate")(validate.validate)
     app.command("view")(view.view)
     from cogwm.cli import serve as serve_cli

@@ -1,0 +1,167 @@
+"""``cogwm train``: LoRA-train the world model on samples; ``cogwm train export-gguf``.
+
+On several GPUs the same command runs under accelerate::
+
+    accelerate launch --num_processes 4 -m cogwm.cli.main train --samples S --base B --out A
+
+(``--num_processes 1 --cpu`` runs it on the CPU the same way).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cogwm.cli.common import console, err_console, print_json
+from cogwm.errors import ConfigError
+
+app = typer.Typer(
+    help="Train the world model (LoRA) on a samples directory, and export the adapter for "
+    "llama.cpp.",
+)
+
+
+@app.callback(invoke_without_command=True)
+def train(
+    ctx: typer.Context,
+    samples: Annotated[
+        Path | None,
+        typer.Option(
+            help="Samples directory from `cogwm samples build` (train.jsonl).", show_default=False
+        ),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            help="Base model: a GGUF alias (smollm2, gemma3-270m), a .gguf file (dequantized "
+            "once and cached) or a transformers model directory.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Adapter output directory.", show_default=False)
+    ] = None,
+    objective: Annotated[
+        str, typer.Option(help="joint (state + utterance) or utt-only (utterance spans only).")
+    ] = "joint",
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the training samples.")] = 1,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="Stop after this many steps (overrides --epochs).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")
+    ] = False,
+    state_weight: Annotated[
+        float, typer.Option(min=0.0, help="Loss weight of state tokens (utterance = 1).")
+    ] = 1.0,
+    lr: Annotated[float, typer.Option(help="Peak learning rate (AdamW).")] = 2e-4,
+    batch_tokens: Annotated[
+        int, typer.Option(min=16, help="Padded tokens per batch (length-bucketed batches).")
+    ] = 4096,
+    max_length: Annotated[
+        int, typer.Option(min=16, help="Samples longer than this (tokens) are left out.")
+    ] = 2048,
+    warmup_ratio: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.03,
+    lora_r: Annotated[int, typer.Option(min=1)] = 16,
+    lora_alpha: Annotated[int, typer.Option(min=1)] = 32,
+    lora_dropout: Annotated[float, typer.Option(min=0.0, max=0.99)] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of initialisation, dropout and data order.")] = 0,
+    checkpoint_minutes: Annotated[
+        float, typer.Option(help="Checkpoint at least this often (minutes).")
+    ] = 10.0,
+    checkpoint_steps: Annotated[
+        int | None, typer.Option(min=1, help="Also checkpoint every this many steps.")
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="CPU threads for torch (default: all cores).")
+    ] = None,
+    cpu: Annotated[bool, typer.Option("--cpu", help="Train on the CPU even with a GPU.")] = False,
+    gguf: Annotated[
+        bool, typer.Option("--gguf", help="Also write ADAPTER/adapter.gguf for llama.cpp.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the training card as JSON.")
+    ] = False,
+) -> None:
+    """Train a LoRA adapter of the world model (loss on target tokens only; resumable)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if samples is None or base is None or out is None:
+        raise ConfigError("cogwm train needs --samples, --base and --out (see --help)")
+    if objective not in ("joint", "utt-only"):
+        raise ConfigError(f"--objective must be joint or utt-only, not {objective!r}")
+    from cogwm.simulator.train.config import TrainConfig
+    from cogwm.simulator.train.loop import train as run
+
+    config = TrainConfig(
+        samples=samples,
+        base=base,
+        out=out,
+        objective=objective,
+        epochs=epochs,
+        max_steps=max_steps,
+        state_weight=state_weight,
+        lr=lr,
+        batch_tokens=batch_tokens,
+        max_length=max_length,
+        warmup_ratio=warmup_ratio,
+        lora_r=lora_r,
+        lora_alpha=lora_alpha,
+        lora_dropout=lora_dropout,
+        seed=seed,
+        checkpoint_minutes=checkpoint_minutes,
+        checkpoint_steps=checkpoint_steps,
+        threads=threads,
+        cpu=cpu,
+    )
+    result = run(config, resume=resume, show_progress=not quiet and not as_json)
+    if gguf:
+        _export(result.out, result.out / "adapter.gguf", result.base_dir, "f16", quiet=as_json)
+    if as_json:
+        print_json({k: v for k, v in result.card.items() if k != "loss_history"})
+        return
+    card = result.card
+    resumed = f", resumed at step {result.resumed_from}" if result.resumed_from else ""
+    console.print(
+        f"adapter: {result.out} ({card['steps']} steps{resumed}, final loss {card['final_loss']}, "
+        f"{card['tokens_per_s']} tok/s, {card['wall_s']} s)"
+    )
+    console.print(f"serve it: hf:{result.base_dir}+{result.out}", soft_wrap=True)
+
+
+@app.command("export-gguf")
+def export_gguf(
+    adapter: Annotated[Path, typer.Argument(help="A trained (peft LoRA) adapter directory.")],
+    out: Annotated[Path, typer.Option(help="The GGUF LoRA file to write.", show_default=False)],
+    base: Annotated[
+        str | None,
+        typer.Option(
+            help="The base it was trained on (default: the one recorded in the adapter).",
+            show_default=False,
+        ),
+    ] = None,
+    dtype: Annotated[str, typer.Option(help="f16 (half the size) or f32.")] = "f16",
+) -> None:
+    """Write ADAPTER as a GGUF LoRA for llama.cpp: llamacpp:<base>+<file.gguf>."""
+    if dtype not in ("f16", "f32"):
+        raise ConfigError(f"--dtype must be f16 or f32, not {dtype!r}")
+    base_dir = None
+    if base is not None:
+        from cogwm.simulator.train.base import resolve_base
+
+        base_dir = resolve_base(base)
+    _export(adapter, out, base_dir, dtype, quiet=False)
+
+
+def _export(adapter: Path, out: Path, base_dir: Path | None, dtype: str, *, quiet: bool) -> None:
+    from cogwm.simulator.train.gguf_export import export_gguf as write
+
+    summary = write(adapter, out, base_dir=base_dir, dtype=dtype)  # type: ignore[arg-type]
+    if not quiet:
+        err_console.print(
+            f"wrote {summary.path} ({summary.tensors} tensors, r {summary.rank}, "
+            f"alpha {summary.alpha:g}, {summary.bytes / 1e6:.1f} MB)"
+        )

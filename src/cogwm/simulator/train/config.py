@@ -1,0 +1,50 @@
+"""The settings of a training run (what the command line sets)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cogwm.simulator.train.data import Objective
+
+
+class TrainConfig(BaseModel):
+    """Everything that defines a LoRA run of the world model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    samples: Path = Field(description="Samples directory (train.jsonl, manifest.json).")
+    base: str = Field(description="Base model: HF directory, .gguf file or GGUF alias.")
+    out: Path = Field(description="Adapter output directory.")
+    objective: Objective = "joint"
+    epochs: int = Field(default=1, ge=1)
+    max_steps: int | None = Field(default=None, ge=1, description="Overrides epochs.")
+    state_weight: float = Field(default=1.0, ge=0, description="Loss weight of state tokens.")
+    lr: float = Field(default=2e-4, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    warmup_ratio: float = Field(default=0.03, ge=0, le=1)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    batch_tokens: int = Field(default=4096, ge=16, description="Padded tokens per batch.")
+    max_length: int = Field(default=2048, ge=16, description="Longer samples are left out.")
+    lora_r: int = Field(default=16, ge=1)
+    lora_alpha: int = Field(default=32, ge=1)
+    lora_dropout: float = Field(default=0.05, ge=0, lt=1)
+    seed: int = 0
+    checkpoint_minutes: float = Field(default=10.0, gt=0)
+    checkpoint_steps: int | None = Field(default=None, ge=1)
+    cpu: bool = Field(default=False, description="Train on the CPU even where a GPU exists.")
+    threads: int | None = Field(
+        default=None, ge=1, description="torch CPU threads (default: torch's, all cores)."
+    )
+
+    def run_hash(self, manifest: str) -> str:
+        """What a resumed run must share with the interrupted one: data and hyper-parameters."""
+        fixed = self.model_dump(
+            mode="json",
+            exclude={"samples", "out", "checkpoint_minutes", "checkpoint_steps", "cpu", "threads"},
+        )
+        fixed["manifest"] = manifest
+        return hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,185 @@
+"""Samples files → token ids with per-token loss weights, and length-bucketed batches.
+
+A sample (contract ``cogwm.samples/1``) carries the prompt messages, the assistant target text and
+char spans of that text tagged ``state``, ``utterance``, ``syntax`` or ``unknown``. The prompt is
+tokenized on its own (exactly as at inference, where the model continues the generation prompt)
+and the target plus the template's end-of-turn text after it; every target token gets the weight
+of the spans it covers. A token touching an ``unknown`` span weighs 0 whatever else it covers:
+unknown fields are rendered as null and must never be learned. Prompt tokens weigh 0.
+
+This module needs a tokenizer object but not torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cogwm.errors import InputError
+from cogwm.simulator.samples import Sample, read_samples
+
+SPAN_KINDS = ("state", "utterance", "syntax", "unknown")
+Objective = Literal["joint", "utt-only"]
+
+
+def read_train_samples(path: Path) -> Iterator[Sample]:
+    """The samples of one ``cogwm.samples/1`` file, with their spans checked against the target.
+
+    Raises:
+        InputError: A missing or malformed file, or a span outside its target.
+    """
+    for sample in read_samples(path):
+        for start, end, _ in sample.target_spans:
+            if not 0 <= start <= end <= len(sample.target):
+                raise InputError(
+                    f"{path}: sample {sample.id}: span [{start}, {end}) outside the target"
+                )
+        yield sample
+
+
+def manifest_hash(samples_dir: Path) -> str:
+    """SHA-256 of the samples manifest (of the train file when there is no manifest)."""
+    manifest = samples_dir / "manifest.json"
+    source = manifest if manifest.is_file() else samples_dir / "train.jsonl"
+    return hashlib.sha256(source.read_bytes()).hexdigest()
+
+
+def span_weights(objective: Objective, state_weight: float) -> dict[str, float]:
+    """Loss weight per span kind: ``utt-only`` learns the utterance spans alone."""
+    if objective == "utt-only":
+        return {"state": 0.0, "utterance": 1.0, "syntax": 0.0, "unknown": 0.0}
+    return {"state": state_weight, "utterance": 1.0, "syntax": 1.0, "unknown": 0.0}
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One sample as token ids and the loss weight of each token (as a prediction target)."""
+
+    id: str
+    ids: list[int]
+    weights: list[float]
+
+    @property
+    def n_target(self) -> int:
+        """Tokens with a positive weight."""
+        return sum(1 for w in self.weights if w > 0)
+
+
+def encode_sample(
+    sample: Sample, tokenizer: Any, weights: dict[str, float], max_length: int
+) -> Encoded | None:
+    """Token ids and weights of ``sample``; None when it is longer than ``max_length`` tokens.
+
+    Raises:
+        InputError: The tokenizer's chat template changes the target text (so char spans
+            cannot be mapped to tokens) or the tokenizer gives no char offsets.
+    """
+    messages = [{"role": m.role, "content": m.content} for m in sample.messages]
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template(
+        [*messages, {"role": "assistant", "content": sample.target}], tokenize=False
+    )
+    if not full.startswith(prompt + sample.target):
+        raise InputError(
+            f"sample {sample.id}: the chat template does not render the target verbatim after "
+            "the generation prompt; choose a base whose template does"
+        )
+    suffix = full[len(prompt) + len(sample.target) :]
+    prompt_ids: list[int] = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    if len(prompt_ids) + 1 > max_length:
+        return None
+    enc = tokenizer(sample.target + suffix, add_special_tokens=False, return_offsets_mapping=True)
+    target_ids: list[int] = enc["input_ids"]
+    offsets: list[tuple[int, int]] = enc.get("offset_mapping") or []
+    if len(offsets) != len(target_ids):
+        raise InputError("the base's tokenizer gives no char offsets (a fast tokenizer is needed)")
+    kinds = _char_kinds(sample)
+    token_weights = _token_weights(offsets, kinds, weights, tokenizer, target_ids)
+    ids = prompt_ids + target_ids
+    if len(ids) > max_length:
+        return None
+    return Encoded(sample.id, ids, [0.0] * len(prompt_ids) + token_weights)
+
+
+def _char_kinds(sample: Sample) -> list[str]:
+    # Chars no span covers are JSON syntax (braces, keys); unknown wins where spans overlap.
+    kinds = ["syntax"] * len(sample.target)
+    for start, end, kind in sorted(sample.target_spans, key=lambda s: s[2] == "unknown"):
+        kinds[start:end] = [kind] * (end - start)
+    return kinds
+
+
+def _token_weights(
+    offsets: Sequence[tuple[int, int]],
+    kinds: list[str],
+    weights: dict[str, float],
+    tokenizer: Any,
+    ids: list[int],
+) -> list[float]:
+    n_chars = len(kinds)
+    eos = tokenizer.eos_token_id
+    result: list[float] = []
+    in_suffix_done = False
+    for (start, end), token in zip(offsets, ids, strict=True):
+        if start < n_chars:
+            covered = kinds[start : min(max(end, start + 1), n_chars)]
+            if "unknown" in covered:
+                result.append(0.0)
+            else:
+                result.append(max(weights[k] for k in covered))
+        elif not in_suffix_done:
+            # The end-of-turn token is learned (as syntax) so the model stops; later template
+            # text (a trailing newline) is not.
+            result.append(weights["syntax"])
+            in_suffix_done = token == eos or eos is None
+        else:
+            result.append(0.0)
+    return result
+
+
+def encode_all(
+    samples: Sequence[Sample], tokenizer: Any, weights: dict[str, float], max_length: int
+) -> tuple[list[Encoded], int]:
+    """Encoded samples with at least one target token, and how many were too long."""
+    kept: list[Encoded] = []
+    too_long = 0
+    for sample in samples:
+        encoded = encode_sample(sample, tokenizer, weights, max_length)
+        if encoded is None:
+            too_long += 1
+        elif encoded.n_target:
+            kept.append(encoded)
+    return kept, too_long
+
+
+def plan_batches(
+    lengths: Sequence[int], batch_tokens: int, seed: int, epoch: int, bucket: int = 256
+) -> list[list[int]]:
+    """Index batches of one epoch: shuffled, length-sorted within buckets, padded size ≤ budget.
+
+    Deterministic in (seed, epoch), so a resumed run sees the same order. A sample longer than
+    the budget forms a batch of its own.
+    """
+    rng = random.Random(f"{seed}:{epoch}")
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    batches: list[list[int]] = []
+    for first in range(0, len(order), bucket):
+        chunk = sorted(order[first : first + bucket], key=lambda i: lengths[i])
+        current: list[int] = []
+        longest = 0
+        for index in chunk:
+            longest_if_added = max(longest, lengths[index])
+            if current and longest_if_added * (len(current) + 1) > batch_tokens:
+                batches.append(current)
+                current, longest_if_added = [], lengths[index]
+            current.append(index)
+            longest = longest_if_added
+        if current:
+            batches.append(current)
+    rng.shuffle(batches)
+    return batches

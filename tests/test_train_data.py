@@ -1,0 +1,169 @@
+"""Samples → token ids and loss weights, and the batch plan (no torch needed beyond tokenizers)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from cogwm.errors import InputError
+from cogwm.simulator.train.data import (
+    encode_all,
+    encode_sample,
+    manifest_hash,
+    plan_batches,
+    read_train_samples,
+    span_weights,
+)
+from helpers_train import CHATML, FIXTURE_SAMPLES, fixture_texts
+
+needs_tokenizers = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("tokenizers", "transformers")),
+    reason="needs the 'train' extra (tokenizers, transformers)",
+)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(
+        fixture_texts(), vocab_size=400, special_tokens=["<|im_end|>", "<|im_start|>"]
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|im_end|>"
+    )
+    tok.chat_template = CHATML
+    return tok
+
+
+def _samples():
+    return list(read_train_samples(FIXTURE_SAMPLES / "train.jsonl"))
+
+
+def _target_text(tok, encoded, weight_filter):
+    return "".join(
+        tok.decode([i])
+        for i, w in zip(encoded.ids, encoded.weights, strict=True)
+        if weight_filter(w)
+    )
+
+
+@needs_tokenizers
+def test_weights_follow_spans_unknown_never_a_target(tokenizer):
+    samples = _samples()
+    weights = span_weights("joint", state_weight=2.0)
+    for sample in samples:
+        encoded = encode_sample(sample, tokenizer, weights, 4096)
+        assert encoded is not None
+        learned = _target_text(tokenizer, encoded, lambda w: w > 0)
+        assert learned.endswith("<|im_end|>")  # the model learns to stop
+        assert learned.count("<|im_end|>") == 1
+        if any(kind == "unknown" for *_, kind in sample.target_spans):
+            # The tokens of unknown fields ("null") are never learned, whatever their neighbours.
+            assert "null" in sample.target and "null" not in learned
+        # The prompt weighs nothing.
+        prompt_len = len(
+            tokenizer(
+                tokenizer.apply_chat_template(
+                    [m.model_dump() for m in sample.messages],
+                    add_generation_prompt=True,
+                    tokenize=False,
+                ),
+                add_special_tokens=False,
+            )["input_ids"]
+        )
+        assert not any(encoded.weights[:prompt_len])
+        assert encoded.weights[prompt_len] > 0  # the first target token is learned
+    # State tokens carry the state weight (the emotion label "joy" is a state span).
+    first = encode_sample(samples[0], tokenizer, weights, 4096)
+    assert first is not None
+    state_text = _target_text(tokenizer, first, lambda w: w == 2.0)
+    assert "joy" in state_text and "I think" not in state_text
+
+
+@needs_tokenizers
+def test_utt_only_learns_the_utterance_alone(tokenizer):
+    sample = _samples()[0]
+    encoded = encode_sample(sample, tokenizer, span_weights("utt-only", 3.0), 4096)
+    assert encoded is not None
+    learned = _target_text(tokenizer, encoded, lambda w: w > 0)
+    assert "I think I can try that tomorrow." in learned
+    assert "emotion" not in learned and "joy" not in learned and "<|im_end|>" not in learned
+
+
+@needs_tokenizers
+def test_too_long_samples_are_left_out_and_counted(tokenizer):
+    samples = _samples()
+    kept, too_long = encode_all(samples, tokenizer, span_weights("joint", 1.0), 60)
+    assert too_long == len(samples) and not kept
+    kept, too_long = encode_all(samples, tokenizer, span_weights("joint", 1.0), 4096)
+    assert too_long == 0 and len(kept) == len(samples)
+
+
+@needs_tokenizers
+def test_a_template_that_rewrites_the_target_is_refused(tokenizer):
+    tokenizer.chat_template = CHATML.replace(
+        "message['content']", "message['content'] | trim | upper"
+    )
+    try:
+        with pytest.raises(InputError, match="verbatim"):
+            encode_sample(_samples()[0], tokenizer, span_weights("joint", 1.0), 4096)
+    finally:
+        tokenizer.chat_template = CHATML
+
+
+def test_plan_batches_covers_each_sample_once_within_budget():
+    lengths = [10 + (i * 37) % 90 for i in range(200)]
+    batches = plan_batches(lengths, batch_tokens=400, seed=3, epoch=0, bucket=64)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(200))
+    assert all(max(lengths[i] for i in b) * len(b) <= 400 for b in batches)
+    assert plan_batches(lengths, 400, 3, 0, 64) == batches  # deterministic in (seed, epoch)
+    assert plan_batches(lengths, 400, 3, 1, 64) != batches  # another epoch, another order
+    # Length bucketing: padding stays small (sorted within buckets).
+    padded = sum(max(lengths[i] for i in b) * len(b) for b in batches)
+    assert padded < 1.25 * sum(lengths)
+    assert plan_batches([1000], 400, 0, 0) == [[0]]  # an over-long sample is a batch of its own
+
+
+def test_bad_samples_files_are_one_line_input_errors(tmp_path: Path):
+    with pytest.raises(InputError, match="not found"):
+        list(read_train_samples(tmp_path / "missing.jsonl"))
+    row = json.loads((FIXTURE_SAMPLES / "train.jsonl").read_text().splitlines()[0])
+    cases = {
+        "not valid JSON": "{oops\n",
+        "cogwm.samples/1": json.dumps({**row, "schema": "other"}) + "\n",
+        "outside the target": json.dumps({**row, "target_spans": [[0, 10_000, "state"]]}) + "\n",
+        "target_spans": json.dumps({**row, "target_spans": [[0, 1, "bogus"]]}) + "\n",
+        "target": json.dumps({k: v for k, v in row.items() if k != "target"}) + "\n",
+    }
+    for message, line in cases.items():
+        path = tmp_path / "bad.jsonl"
+        path.write_text(line)
+        with pytest.raises(InputError, match=message):
+            list(read_train_samples(path))
+
+
+def test_manifest_hash_changes_with_the_manifest(tmp_path: Path):
+    (tmp_path / "manifest.json").write_text('{"a": 1}')
+    first = manifest_hash(tmp_path)
+    (tmp_path / "manifest.json").write_text('{"a": 2}')
+    assert manifest_hash(tmp_path) != first
+
+
+@needs_tokenizers
+def test_a_token_partly_unknown_is_not_learned(tokenizer):
+    # "null" is one token here; the unknown span covers only its last three chars.
+    sample = _samples()[0].model_copy(
+        update={"target": '{"a":null}', "target_spans": [(6, 9, "unknown")]}
+    )
+    assert "null" in tokenizer.convert_ids_to_tokens(tokenizer("null")["input_ids"])
+    encoded = encode_sample(sample, tokenizer, span_weights("joint", 1.0), 4096)
+    assert encoded is not None
+    learned = _target_text(tokenizer, encoded, lambda w: w > 0)
+    assert "null" not in learned and learned.startswith('{"')

@@ -1,0 +1,196 @@
+"""cogwm train on a tiny random Llama: trains, resumes after kill -9 exactly, serves the adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers_train import FIXTURE_SAMPLES, make_tiny_base
+
+pytestmark = pytest.mark.skipif(
+    any(
+        importlib.util.find_spec(m) is None
+        for m in ("torch", "transformers", "peft", "accelerate", "tokenizers")
+    ),
+    reason="training needs the 'train' extra (torch, transformers, peft, accelerate)",
+)
+
+STEPS = 60
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    return make_tiny_base(tmp_path_factory.mktemp("train"))
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _args(base: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "cogwm.cli.main", "train",
+        "--samples", str(FIXTURE_SAMPLES), "--base", str(base), "--out", str(out),
+        "--max-steps", str(STEPS), "--batch-tokens", "600", "--lr", "2e-3",
+        "--threads", "1", "--checkpoint-steps", "5", "--quiet", "--seed", "11", *extra,
+    ]  # fmt: skip
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=600)
+
+
+def _cli(args: list[str], capsys) -> tuple[int, str]:
+    """Run ``cogwm`` in this process (no interpreter start-up); exit code and stderr."""
+    from cogwm.cli.main import main
+
+    argv = sys.argv
+    sys.argv = ["cogwm", *args[3:]]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = argv
+    return code, capsys.readouterr().err
+
+
+def _weights(adapter: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(adapter / "adapter_model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(base, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("full") / "adapter"
+    done = _run(_args(base, out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_training_writes_adapter_card_and_curve(uninterrupted):
+    files = {p.name for p in uninterrupted.iterdir()}
+    assert {
+        "adapter_model.safetensors",
+        "adapter_config.json",
+        "training_card.json",
+        "loss.png",
+    } <= files
+    assert "checkpoints" not in files  # removed once the adapter is saved
+    card = json.loads((uninterrupted / "training_card.json").read_text())
+    assert card["schema"] == "cogwm.train_card/1"
+    assert card["steps"] == STEPS and len(card["loss_history"]) == STEPS
+    assert card["data"]["samples_used"] == 24 and card["data"]["manifest_sha256"]
+    assert card["hyperparameters"]["lora_r"] == 16 and card["hyperparameters"]["lora_alpha"] == 32
+    assert card["tokens_per_s"] > 0 and card["versions"]["torch"] != "-"
+    losses = [loss for _, loss in card["loss_history"]]
+    assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10  # it learns
+    config = json.loads((uninterrupted / "adapter_config.json").read_text())
+    # Every linear layer of the blocks, never the (tied) output head or the embeddings.
+    assert {name.rsplit(".", 1)[-1] for name in config["target_modules"]} == {
+        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+    }  # fmt: skip
+
+
+def test_kill_9_then_resume_ends_with_the_same_weights(base, uninterrupted, tmp_path):
+    out = tmp_path / "adapter"
+    proc = subprocess.Popen(
+        _args(base, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    latest = out / "checkpoints" / "LATEST"
+    deadline = time.monotonic() + 300
+    while not latest.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "training_card.json").exists()
+    killed_at = int(latest.read_text().split("-")[1])
+    assert 0 < killed_at < STEPS
+
+    other = _run([*_args(base, out, "--resume"), "--lr", "1e-4"])
+    assert other.returncode == 2 and "other data or settings" in other.stderr
+    resumed = _run(_args(base, out, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    card = json.loads((out / "training_card.json").read_text())
+    assert card["resumed_from_step"] >= killed_at
+    full, again = _weights(uninterrupted), _weights(out)
+    assert full.keys() == again.keys()
+    import torch
+
+    assert all(torch.equal(full[k], again[k]) for k in full)
+    reference = json.loads((uninterrupted / "training_card.json").read_text())
+    assert card["loss_history"] == reference["loss_history"]
+
+
+def test_start_refuses_a_used_out_and_a_finished_run_is_not_retrained(base, tmp_path, capsys):
+    out = tmp_path / "adapter"
+    code, err = _cli([*_args(base, out), "--max-steps", "7"], capsys)  # checkpoint 5, end 7
+    assert code == 0, err
+    code, err = _cli(_args(base, out), capsys)
+    assert code == 2 and err.startswith("error:") and "--resume" in err
+    assert len(err.strip().splitlines()) == 1
+    before = (out / "adapter_model.safetensors").stat().st_mtime_ns
+    code, err = _cli([*_args(base, out), "--max-steps", "7", "--resume"], capsys)
+    assert code == 0, err
+    assert (out / "adapter_model.safetensors").stat().st_mtime_ns == before
+
+
+def test_bad_options_are_one_line_errors(base, tmp_path, capsys):
+    cases = [
+        ([*_args(base, tmp_path / "a"), "--objective", "both"], "--objective"),
+        (_args(base, tmp_path / "b")[:4], "needs --samples"),
+        ([*_args(tmp_path / "nope", tmp_path / "c")], "not a model directory"),
+        ([*_args(base, tmp_path / "d"), "--samples", str(tmp_path)], "not found"),
+    ]
+    for args, message in cases:
+        code, err = _cli(args, capsys)
+        assert code == 2, (args, err)
+        assert err.startswith("error:") and message in err
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_the_hf_backend_serves_the_trained_adapter(base, uninterrupted):
+    from cogwm.models import Sampling, load
+
+    plain = load(f"hf:{base}")
+    tuned = load(f"hf:{base}+{uninterrupted}")
+    prompt = "Task: esc\nagent: How are you feeling today?"
+
+    async def both() -> tuple[str, str]:
+        sampling = Sampling(max_tokens=24, temperature=0.0, repeat_penalty=1.0)
+        a = await plain.generate(prompt, sampling)
+        b = await tuned.generate(prompt, sampling)
+        return a.text, b.text
+
+    plain_text, tuned_text = asyncio.run(both())
+    assert plain_text != tuned_text
+    assert tuned_text.startswith('{"')  # 60 steps on the fixtures taught the JSON layout
+
+
+def test_accelerate_launch_runs_the_same_command_on_one_cpu_process(base, tmp_path):
+    accelerate = Path(sys.executable).with_name("accelerate")
+    if not accelerate.exists():
+        pytest.skip("accelerate's launcher is not installed")
+    out = tmp_path / "adapter"
+    args = [
+        str(accelerate), "launch", "--num_processes", "1", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--cpu",
+        "-m", "cogwm.cli.main", *_args(base, out)[3:], "--max-steps", "4",
+    ]  # fmt: skip
+    done = _run(args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    card = json.loads((out / "training_card.json").read_text())
+    assert card["steps"] == 4 and card["world_size"] == 1
