@@ -138,8 +138,11 @@ def test_dailydialog_keeps_every_label_with_its_valence(fixtures_dir: Path) -> N
     for item in items:
         for turn in item.dialogue.user_turns():
             raw = turn.utterances[-1].labels
-            value = item.states[turn.index].emotion.value
+            field = item.states[turn.index].emotion
+            value = field.value
             assert value is not None and raw is not None and hasattr(raw, "emotion")
+            # Catches: the conventional intensity passed off as a graded one.
+            assert not field.intensity_known
             seen[raw.emotion] = value.label
     assert seen.get("no emotion") == "neutral"
     assert lexicon.valence("neutral") == 0

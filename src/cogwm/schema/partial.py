@@ -4,8 +4,8 @@ Human labels in the corpora describe only part of a user's state (an emotion her
 change there). Three kinds of value must stay apart everywhere, from the schema to training:
 
 - **unknown**: the source says nothing. Never a training target, never scored.
-- **empty**: an annotator said there is none (e.g. DailyDialog's "no emotion" for a dimension it
-  covers, or an LLM annotator that allocated no belief at this turn).
+- **empty**: an annotator said there is none (e.g. an LLM annotator that allocated no belief at
+  this turn). A label that says "calm" (DailyDialog's "no emotion") is a value, ``neutral``.
 - **value**: a label or items.
 
 Labels that give only a direction or a bound (AnnoMI change/sustain, an INSPIRED rating bound) are
@@ -60,6 +60,11 @@ class EmotionField(Record):
     kind: FieldKind = FieldKind.UNKNOWN
     value: Emotion | None = None
     origin: Origin | None = None
+    intensity_known: bool = Field(
+        default=True,
+        description="False when the source gives the label only and the intensity is a "
+        "convention (DailyDialog): the intensity is then never a target and never scored.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> EmotionField:

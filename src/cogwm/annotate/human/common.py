@@ -27,12 +27,15 @@ def compress_intensity(value: int) -> int:
     return INTENSITY_1_5[value]
 
 
-def emotion(row: MappingRow, label: str, intensity: int) -> EmotionField:
-    """An emotion value produced by ``row``."""
+def emotion(
+    row: MappingRow, label: str, intensity: int, *, intensity_known: bool = True
+) -> EmotionField:
+    """An emotion value from ``row``; ``intensity_known=False`` marks a conventional intensity."""
     return EmotionField(
         kind=FieldKind.VALUE,
         value=Emotion(label=label, intensity=intensity),
         origin=row.origin(),
+        intensity_known=intensity_known,
     )
 
 

@@ -123,5 +123,9 @@ def _reading(dialogue: Dialogue) -> LabelledDialogue:
         # A turn is one utterance in this corpus; were it several, the last one's emotion is
         # the state at the end of the turn.
         for row in TABLE.lookup("emotion", labels[-1].emotion):
-            states.set(turn.index, "emotion", emotion(row, row.value, CONVENTIONAL_INTENSITY))
+            states.set(
+                turn.index,
+                "emotion",
+                emotion(row, row.value, CONVENTIONAL_INTENSITY, intensity_known=False),
+            )
     return states.labelled()
