@@ -167,7 +167,6 @@ class Browser {
     this.detail = h("div", { id: "detail" });
     root.append(this.filters, this.count, this.list, this.pager, this.detail);
     this.filters.addEventListener("input", () => { this.page = 0; this.render(); });
-    this.filters.addEventListener("change", () => { this.page = 0; this.render(); });
   }
 
   value(name) { return this.filters.querySelector(`[data-filter="${name}"]`).value; }

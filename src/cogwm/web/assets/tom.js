@@ -75,7 +75,6 @@
       if (focus) { const el = document.getElementById(focus); if (el) el.scrollIntoView(); }
     }
     filters.addEventListener("input", () => { page = 0; render(); });
-    filters.addEventListener("change", () => { page = 0; render(); });
     window.addEventListener("hashchange", () => render(location.hash.slice(1)));
     render(location.hash.slice(1) || null);
     document.body.dataset.ready = "1";
