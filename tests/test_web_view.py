@@ -201,3 +201,16 @@ def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     RunStore(empty).close()
     assert cogwm("view", "--db", str(empty), "--out", str(tmp_path / "y.html")) == 2
     assert "holds no run" in capsys.readouterr().err
+
+
+def test_quickstart_ends_with_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "qs.sqlite"
+    args = ("quickstart", "--db", str(db), "--out", str(tmp_path / "plots"), "--no-progress")
+    assert cogwm(*args, "--dialogues", "1", "--model", f"fake:{FAKE_NAME}") == 0
+    html = db.with_suffix(".html")
+    assert f"report: {html.resolve()}" in capsys.readouterr().err.replace("\n", "")
+    records = data_of(html.read_text())["conversations"]
+    assert len(records) == 6  # type: ignore[arg-type]
+    assert html.stat().st_size < 5_000_000

@@ -61,6 +61,11 @@ def quickstart(
     report = build_report(data)
     render(report, report_console())
     written = write_plots(data, report, out)
+    from cogwm.web import write_report
+
+    html = db.with_suffix(".html")
+    write_report(db, html)
     err_console.print(
         f"{summary.elapsed_s:.0f}s · wrote {len(written)} plots to {out} · run store {db}"
     )
+    err_console.print(f"report: {html.resolve()} (open it in a browser; it works offline)")
