@@ -1,8 +1,9 @@
 """A scripted fake model for arena tests: it recognises each prompt and answers it.
 
-Answers are a deterministic function of the messages, so a conversation replayed from its start
-produces the same turns (what resume and sharding rely on). ``Script`` lets a test end
-conversations at chosen rounds, or fail chosen calls.
+Answers are a deterministic function of the messages and the seed (as a sampled model's are), so
+a conversation replayed from its start produces the same turns (what resume and sharding rely
+on), and a different seed produces different ones (so seed tests mean something). ``Script``
+lets a test end conversations at chosen rounds, or fail chosen calls.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cogwm.models import register_fake
-from cogwm.models.types import BackendError, FailureKind, Message
+from cogwm.models.types import BackendError, FailureKind, Message, Sampling
 from cogwm.schema.lexicon import DEFAULT_VALENCES
 
 LABELS = sorted(DEFAULT_VALENCES)
@@ -43,9 +44,9 @@ class Script:
     calls: dict[str, int] = field(default_factory=dict)
 
 
-def _digest(messages: list[Message]) -> int:
+def _digest(messages: list[Message], seed: int | None = None) -> int:
     text = "\x1e".join(f"{m.role}:{m.content}" for m in messages)
-    return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
+    return int(hashlib.sha256(f"{seed}\x1d{text}".encode()).hexdigest()[:12], 16)
 
 
 def _kind(messages: list[Message]) -> str:
@@ -79,17 +80,17 @@ def _state(h: int) -> dict[str, Any]:
     }
 
 
-def make_reply(script: Script) -> Callable[[list[Message]], str]:
-    """The fake's answer function for ``script``."""
+def make_reply(script: Script) -> Callable[..., str]:
+    """The fake's answer function for ``script`` (``(messages, sampling=None) -> str``)."""
 
-    def reply(messages: list[Message]) -> str:
+    def reply(messages: list[Message], sampling: Sampling | None = None) -> str:
         kind = _kind(messages)
         script.calls[kind] = script.calls.get(kind, 0) + 1
         if script.fail_when and any(script.fail_when in m.content for m in messages):
             raise BackendError(FailureKind.SERVER, "HTTP 500 (scripted)")
         if script.raise_when and any(script.raise_when in m.content for m in messages):
             raise RuntimeError("scripted backend bug")
-        h = _digest(messages)
+        h = _digest(messages, None if sampling is None else sampling.seed)
         if kind == "opening":
             return json.dumps(_state(h))
         if kind == "simulator":

@@ -61,12 +61,17 @@ def test_two_short_conversations_on_the_embedded_model(
                 CognitiveState.model_validate_json(t.state_json) for t in turns if t.state_json
             ]
             assert states and all(s.emotion is not None for s in states)
-            if c.status == "finished":
+            if c.termination == "agent_failure":  # the tiny model broke its CoT format
+                assert c.status == "finished" and c.failure_kind == "agent"
+                assert len(turns) == 5  # the cold start only
+            elif c.status == "finished":
                 assert c.termination in ("max_rounds", "user_left")
                 assert len(turns) == 7  # 5 cold-start turns + one agent and one user turn
                 assert turns[-1].role == "user" and turns[-1].text
             else:
-                assert c.termination == "error" and c.error
+                assert c.termination == "error" and c.error and c.failure_kind == "infrastructure"
+        # A run where nothing finishes tests nothing: at least one conversation must finish.
+        assert any(c.status == "finished" for c in conversations)
         totals = store.call_totals()
         assert totals.calls >= 5 and totals.prompt_tokens > 0 and totals.completion_tokens > 0
         data = load_run(store)

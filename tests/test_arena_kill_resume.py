@@ -1,5 +1,6 @@
 """Kill -9 during a run, then --resume: every conversation exactly once, no turn lost or
-duplicated, and (deterministic fake, cache on) the same turns and metrics as an uninterrupted run.
+duplicated, and (deterministic fake, cache on) the same turns and metrics as an uninterrupted run
+made with a reply cache of its own (so the equality is not cache replay).
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def test_kill_and_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     env = {**os.environ, "COGWM_CACHE_DIR": str(tmp_path / "cache")}
 
     reference = tmp_path / "reference.sqlite"
-    subprocess.run(_command(config, reference), env=env, check=True, capture_output=True)
+    reference_env = {**env, "COGWM_CACHE_DIR": str(tmp_path / "reference-cache")}
+    subprocess.run(_command(config, reference), env=reference_env, check=True, capture_output=True)
     expected = _snapshot(reference)
     assert len(expected) == UNITS
     total = sum(len(v[3]) for v in expected.values())

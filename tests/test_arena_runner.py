@@ -4,8 +4,11 @@ seeds independent of scheduling, and no API key in the store."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +20,10 @@ from cogwm.arena.runner import RunSummary, run_arena
 from cogwm.arena.units import Shard
 from cogwm.errors import ConfigError
 from cogwm.models import unregister_fake
+from cogwm.models.types import Message, Sampling
 from cogwm.report import build_report, load_run
 from cogwm.store import RunStore, merge_stores
-from helpers_arena import FAKE_NAME, Script, config, register
+from helpers_arena import FAKE_NAME, Script, config, make_reply, register
 
 # 2 tasks x 2 scenarios x (warm: no_cot + cot, cold: no_cot) = 12 units.
 UNITS = 12
@@ -133,10 +137,36 @@ def test_changed_config_is_refused_unless_forced(tmp_path: Path, script: Script)
         assert run is not None and '"seed": 12' in run.config_json
 
 
-def test_results_do_not_depend_on_concurrency(tmp_path: Path, script: Script) -> None:
+def _fresh_cache(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """A reply cache of its own, so equal results are never cache replay."""
+    monkeypatch.setenv("COGWM_CACHE_DIR", str(folder))
+
+
+def test_results_do_not_depend_on_concurrency(
+    tmp_path: Path, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fresh_cache(monkeypatch, tmp_path / "cache-a")
     _run(tmp_path / "a.sqlite", config(concurrency=1))
+    _fresh_cache(monkeypatch, tmp_path / "cache-b")
     _run(tmp_path / "b.sqlite", config(concurrency=12))
+    with RunStore(tmp_path / "b.sqlite") as store:
+        assert store.call_totals().calls > 0
+        cached = store.db.execute("SELECT COUNT(*) FROM model_calls WHERE cached = 1").fetchone()
+    assert cached[0] == 0  # every reply was produced again, none replayed
     assert _snapshot(tmp_path / "a.sqlite") == _snapshot(tmp_path / "b.sqlite")
+
+
+def test_the_seed_decides_the_conversations(
+    tmp_path: Path, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Catches: a fake that ignores the seed makes every seed test pass vacuously.
+    _fresh_cache(monkeypatch, tmp_path / "cache-a")
+    _run(tmp_path / "a.sqlite", config(seed=11))
+    _fresh_cache(monkeypatch, tmp_path / "cache-b")
+    _run(tmp_path / "b.sqlite", config(seed=12))
+    a, b = _snapshot(tmp_path / "a.sqlite"), _snapshot(tmp_path / "b.sqlite")
+    assert a.keys() == b.keys()
+    assert all(a[k][2] != b[k][2] for k in a)  # every conversation's turns differ
 
 
 def test_shards_merge_into_the_full_run(tmp_path: Path, script: Script) -> None:
@@ -399,3 +429,72 @@ def test_every_agent_meets_the_same_user_draws(tmp_path: Path, script: Script) -
     report = build_report(data, n_resamples=20)
     for row in report.arms:
         assert row.go_pass_k is not None and (row.go_pass_k.k, row.go_pass_k.scenarios) == (2, 4)
+
+
+class _EchoingArena(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server playing every arena role that echoes the caller's key back:
+    in a header of every reply and in the error body of the calls it fails (one scenario's)."""
+
+    answer = staticmethod(make_reply(Script()))
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        auth = self.headers.get("Authorization", "")
+        messages = [Message(role=m["role"], content=m["content"]) for m in body["messages"]]
+        if any("Eight years there" in m.content for m in messages):  # builtin:esc-01
+            self._send(500, {"error": {"message": f"upstream failed for {auth}"}}, auth)
+            return
+        text = self.answer(messages, Sampling(seed=body.get("seed")))
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+        usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+        completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"}
+        self._send(
+            200,
+            {**completion, "choices": [{**choice, "finish_reason": "stop"}], "usage": usage},
+            auth,
+        )
+
+    def _send(self, status: int, body: dict[str, Any], auth: str) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Echo", auth)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+def test_api_keys_never_reach_the_store_through_the_openai_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Catches what the fake-backend test cannot: the fake never sees a key. Here a real client
+    # sends it and the server echoes it into headers and error bodies.
+    secret = "sk-test-ECHOED-0123456789abcdef"
+    monkeypatch.setenv("COGWM_API_KEY", secret)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingArena)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        options = {"base_url": url, "modes": ["json_schema"], "logprobs": False, "max_attempts": 1}
+        raw = config(model_name="unused")
+        raw["simulator"] = {"model": "openai:m", "options": options}
+        raw["agents"] = [{**a, "model": "openai:m", "options": options} for a in raw["agents"]]
+        db = tmp_path / "runs.sqlite"
+        summary = _run(db, raw)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert summary.finished == UNITS - 3 and summary.failed == 3  # the server really answered
+    with RunStore(db) as store:
+        errors = [c.error or "" for c in store.conversations() if c.status == "failed"]
+        calls = store.db.execute("SELECT error FROM model_calls WHERE ok = 0").fetchall()
+    assert errors and all("***" in e for e in errors)  # the echoed key was scrubbed
+    assert calls and all(secret not in (e or "") for (e,) in calls)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(FULL)")
+    for path in [*tmp_path.glob("runs.sqlite*"), *tmp_path.rglob("*.sqlite*")]:
+        assert secret.encode() not in path.read_bytes(), path

@@ -3,12 +3,15 @@
 Built-in names: ``fake:schema`` (deterministic schema-valid JSON for structured calls, a short
 deterministic sentence otherwise, deterministic letter scores for multiple choice) and
 ``fake:echo`` (the last user message). ``register_fake(name, replies)`` adds scripted ones: a list
-of replies given in order, or a callable ``(messages) -> str`` (sync or async).
+of replies given in order, or a callable ``(messages) -> str`` or ``(messages, sampling) -> str``
+(sync or async; the second form sees the seed, so its answers can depend on it as a sampled
+model's do).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
@@ -31,13 +34,18 @@ from cogwm.models.types import (
     Capabilities,
     FailureKind,
     Message,
+    Sampling,
     StructuredMode,
     TokenLogprob,
     Usage,
 )
 
 FakeReply = str | BackendReply
-FakeScript = Sequence[FakeReply] | Callable[[list[Message]], FakeReply | Awaitable[FakeReply]]
+FakeScript = (
+    Sequence[FakeReply]
+    | Callable[[list[Message]], FakeReply | Awaitable[FakeReply]]
+    | Callable[[list[Message], Sampling], FakeReply | Awaitable[FakeReply]]
+)
 
 BUILTIN_FAKES = ("schema", "echo")
 _WORDS = ("i", "see", "that", "you", "feel", "this", "way", "today")
@@ -202,7 +210,11 @@ class FakeBackend(Backend):
                 return _text_reply(request, _last_user(request.messages))
             return self._schema_reply(request, digest)
         if callable(script):
-            produced = script(request.messages)
+            produced = (
+                script(request.messages, request.sampling)
+                if _takes_sampling(script)
+                else script(request.messages)
+            )
             if inspect.isawaitable(produced):
                 produced = await produced
             return _as_reply(request, produced)
@@ -253,6 +265,17 @@ class _Draw:
 
 
 _NO_FAULT = _Draw(failure=1.0, malformed=1.0)
+
+
+@functools.cache
+def _takes_sampling(script: Callable[..., object]) -> bool:
+    """Whether a scripted callable takes ``(messages, sampling)`` rather than ``(messages)``."""
+    try:
+        parameters = inspect.signature(script).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
 def _request_digest(request: BackendRequest) -> int:
