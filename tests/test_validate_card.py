@@ -6,7 +6,6 @@ card can be worked out by hand; the numbers asserted here are those hand counts.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import subprocess
@@ -23,6 +22,8 @@ from cogwm import models
 from cogwm.cli.validate import validate
 from cogwm.errors import InputError
 from cogwm.models import Message, register_fake, unregister_fake
+from cogwm.schema import CognitiveState, StateItem
+from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.validate import (
     Card,
     build_card,
@@ -31,126 +32,23 @@ from cogwm.simulator.validate import (
     to_csv,
     write_card,
 )
-from cogwm.simulator.validate.items import annomi_population, dailydialog_population
+from cogwm.simulator.validate.figures import Scope, Settings
+from cogwm.simulator.validate.items import (
+    Heldout,
+    Item,
+    annomi_population,
+    dailydialog_population,
+)
+from cogwm.simulator.validate.parts import _score_p4g
+from cogwm.simulator.validate.reader import Reading
+from helpers_validate import write_corpora
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-
-# --- synthetic corpora ---------------------------------------------------------------------------
-
-
-def _dd_dialogue(split: str, line: int, turns: list[tuple[str, str]]) -> dict[str, Any]:
-    return {
-        "dataset": "dailydialog",
-        "data_split": split,
-        "dialogue_id": f"dailydialog-{split}-{line}",
-        "original_id": f"{split}-{line}",
-        "domains": ["Ordinary Life"],
-        "turns": [
-            {
-                "speaker": "user" if i % 2 == 0 else "system",
-                "utterance": text,
-                "utt_idx": i,
-                "dialogue_acts": {
-                    "binary": [{"intent": "inform", "domain": "", "slot": ""}],
-                    "categorical": [],
-                    "non-categorical": [],
-                },
-                "emotion": emotion,
-            }
-            for i, (text, emotion) in enumerate(turns)
-        ],
-    }
-
-
-DD_DIALOGUES = [
-    _dd_dialogue("train", 0, [("Hello, I am sad!", "sadness"), ("Why is that?", "no emotion")]),
-    _dd_dialogue("validation", 0, [("Hi.", "no emotion"), ("Hello.", "no emotion")]),
-    _dd_dialogue(
-        "test",
-        0,
-        [
-            ("I am so angry about this!", "anger"),
-            ("Calm down.", "no emotion"),
-            ("I feel glad now.", "happiness"),
-            ("That smells disgusting.", "disgust"),
-        ],
-    ),
-    _dd_dialogue(
-        "test",
-        1,
-        [
-            ("I am sad today.", "sadness"),
-            ("I am scared of that dog.", "fear"),
-            ("Let's go out, I am glad.", "happiness"),
-            ("Wow, really?", "surprise"),
-        ],
-    ),
-    _dd_dialogue(
-        "test",
-        2,
-        [("This is awful, I hate it.", "anger"), ("What a nice day.", "happiness")],
-    ),
-    # Sadness said without the keyword: the scripted simulator misreads it.
-    _dd_dialogue("test", 3, [("Hello! My cat died.", "sadness"), ("Oh no", "no emotion")]),
-]
-
-ANNOMI_HEADER = [
-    "transcript_id", "mi_quality", "video_title", "video_url", "topic", "utterance_id",
-    "interlocutor", "timestamp", "utterance_text", "main_therapist_behaviour", "client_talk_type",
-]  # fmt: skip
-ANNOMI_FULL_HEADER = [
-    "transcript_id", "utterance_id", "interlocutor", "utterance_text", "annotator_id",
-    "main_therapist_behaviour", "client_talk_type",
-]  # fmt: skip
-ANNOMI_ROWS = [
-    # transcript, utterance id, speaker, text, talk type. Transcripts 1 and 16 fall in the
-    # samples' seeded test split (seed 0), transcript 0 in train: its turns are never items.
-    (0, 0, "therapist", "Why are you here?", "n/a"),
-    (0, 1, "client", "I want to stop now.", "change"),
-    (1, 0, "therapist", "Shall we talk about drinking?", "n/a"),
-    (1, 1, "client", "Maybe I could cut down.", "change"),
-    (1, 2, "therapist", "And?", "n/a"),
-    (1, 3, "client", "I like drinking too much.", "sustain"),
-    (1, 4, "therapist", "Anything else?", "n/a"),
-    # Labelled change, but the annotators of the full file tie on it: never an item.
-    (1, 5, "client", "I don't know, I like it.", "change"),
-    (16, 0, "therapist", "How do you feel about smoking?", "n/a"),
-    (16, 1, "client", "I want to change, I will quit.", "change"),
-    (16, 2, "therapist", "What stops you?", "n/a"),
-    (16, 3, "client", "I don't see a problem.", "sustain"),
-    (16, 4, "therapist", "Tell me more.", "n/a"),
-    (16, 5, "client", "Okay.", "neutral"),
-]
-
-
-def _write_corpora(root: Path) -> Path:
-    unified = root / "dailydialog" / "convlab3_unified" / "data"
-    unified.mkdir(parents=True)
-    (unified / "dialogues.json").write_text(json.dumps(DD_DIALOGUES), encoding="utf-8")
-    annomi = root / "annomi"
-    annomi.mkdir()
-    with (annomi / "AnnoMI-simple.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(ANNOMI_HEADER)
-        for tid, uid, who, text, talk in ANNOMI_ROWS:
-            behaviour = "question" if who == "therapist" else "n/a"
-            video = (f"Video {tid}", f"https://example.org/{tid}", "smoking cessation")
-            writer.writerow([tid, "high", *video, uid, who, "00:00:01", text, behaviour, talk])
-    with (annomi / "AnnoMI-full.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(ANNOMI_FULL_HEADER)
-        for tid, uid, who, text, talk in ANNOMI_ROWS:
-            behaviour = "question" if who == "therapist" else "n/a"
-            # The last client utterance: 2 annotators say change, 2 sustain (a tie).
-            votes = ["change", "change", "sustain", "sustain"] if (tid, uid) == (1, 5) else [talk]
-            for annotator, vote in enumerate(votes):
-                writer.writerow([tid, uid, who, text, annotator, behaviour, vote])
-    return root
 
 
 @pytest.fixture()
 def data_dir(tmp_path: Path) -> Path:
-    return _write_corpora(tmp_path / "data")
+    return write_corpora(tmp_path / "data")
 
 
 # --- the scripted simulator ----------------------------------------------------------------------
@@ -196,7 +94,13 @@ def scripted_model() -> Iterator[models.Model]:
 
 
 def _card(model: models.Model, data_dir: Path, **kwargs: Any) -> Card:
-    options: dict[str, Any] = {"resamples": 200, "progress": False, **kwargs}
+    # The synthetic corpora have DailyDialog and AnnoMI only.
+    options: dict[str, Any] = {
+        "resamples": 200,
+        "progress": False,
+        "parts": ["dailydialog", "annomi"],
+        **kwargs,
+    }
     return build_card(model, address="fake:test", data_dir=data_dir, **options)
 
 
@@ -220,7 +124,7 @@ def test_dailydialog_items_are_valenced_test_turns(data_dir: Path) -> None:
 
 
 def test_annomi_items_are_test_split_directions_without_ties(data_dir: Path) -> None:
-    items = annomi_population(data_dir).items
+    items = annomi_population(data_dir, Heldout()).items
     assert [(i.utterance, i.gold) for i in items] == [
         ("Maybe I could cut down.", "change"),
         ("I like drinking too much.", "sustain"),
@@ -263,7 +167,11 @@ def test_scripted_card_has_the_hand_counted_figures(
     change = card.figure("annomi.change_auroc[understand]")
     assert change is not None
     assert (change.value, change.n) == (1.0, 4)
-    assert [p.n_population for p in card.parts] == [9, 4]
+    assert [(p.name, p.n_population) for p in card.parts] == [
+        ("dailydialog.emotion", 5),
+        ("dailydialog.valence", 9),
+        ("annomi.direction", 4),
+    ]
     assert card.left_out == {}
 
 
@@ -281,10 +189,10 @@ def test_limit_samples_each_part_with_the_seed(
     scripted_model: models.Model, data_dir: Path
 ) -> None:
     card = _card(scripted_model, data_dir, limit=2, seed=1)
-    dd, annomi = card.parts
+    emotion, valence, annomi = card.parts
     assert annomi.n_items == 2 and annomi.n_population == 4
-    # Two emotion items and two valence items, which may overlap.
-    assert 2 <= dd.n_items <= 4
+    # Two emotion items and two valence items, each its own sample.
+    assert (emotion.n_items, valence.n_items) == (2, 2)
     accuracy = card.figure("dailydialog.emotion_accuracy[understand]")
     assert accuracy is not None and accuracy.n == 2
     assert _card(scripted_model, data_dir, limit=2, seed=1).parts == card.parts
@@ -305,15 +213,49 @@ def test_failed_calls_count_as_wrong_and_are_reported(data_dir: Path) -> None:
     assert accuracy is not None and valence is not None
     assert (accuracy.value, accuracy.n, accuracy.n_failed) == (0.4, 5, 1)
     assert (valence.n, valence.n_failed) == (8, 1)
-    assert card.parts[0].n_failed == 1
+    assert [p.n_failed for p in card.parts] == [1, 1]
 
 
 def test_unmeasured_parts_are_named_as_left_out(
     scripted_model: models.Model, data_dir: Path
 ) -> None:
-    card = _card(scripted_model, data_dir, parts=["annomi", "p4g"])
-    assert [p.name for p in card.parts] == ["annomi"]
-    assert "not implemented" in card.left_out["p4g"]
+    card = _card(scripted_model, data_dir, parts=["annomi", "esconv"])
+    assert [p.name for p in card.parts] == ["annomi.direction"]
+    assert "not implemented" in card.left_out["esconv"]
+
+
+def test_heldout_all_takes_every_annomi_transcript(
+    scripted_model: models.Model, data_dir: Path
+) -> None:
+    card = _card(scripted_model, data_dir, parts=["annomi"], heldout=Heldout("all"))
+    # Transcript 0 (train in the samples' split) joins: one more change turn, read as 2.
+    assert card.parts[0].n_items == 5
+    assert card.heldout.startswith("all")
+
+
+def test_p4g_figures_from_intention_scores() -> None:
+    scope = Scope("p4g", "understand", Settings(resamples=50, seed=0))
+    inp = WorldModelInput(task="PD")
+
+    def item(n: int, dialogue: str, gold: str) -> Item:
+        return Item(f"{dialogue}:{n}", dialogue, n, inp, "text", gold)
+
+    def reading(score: float | None) -> Reading:
+        intentions = [] if score is None else [StateItem(text="donate", score=score)]
+        return Reading(CognitiveState(intentions=intentions), None, None)
+
+    commitment = [item(1, "a", "commits"), item(3, "a", "refuses"), item(1, "b", "commits"),
+                  item(3, "b", "refuses"), item(5, "b", "commits")]  # fmt: skip
+    final = [item(3, "a", "none"), item(5, "b", "donated")]
+    readings = {"a:1": reading(2), "a:3": reading(1), "b:1": reading(1), "b:3": reading(0),
+                "b:5": reading(None)}  # fmt: skip
+    figures = _score_p4g(scope, {"commitment": commitment, "final": final}, readings)
+    by_metric = {f.metric: f for f in figures}
+    # Commits 2, 1 (b:5 unscored) against refuses 1, 0: 3.5 of 4 pairs.
+    assert by_metric["commitment_auroc"].value == pytest.approx(3.5 / 4)
+    assert (by_metric["commitment_auroc"].n, by_metric["commitment_auroc"].n_failed) == (4, 1)
+    # The donor's last turn is unscored: one class left, AUROC undefined (None, never 0).
+    assert by_metric["donation_auroc"].value is None
 
 
 def test_unknown_part_and_ablation_are_input_errors(

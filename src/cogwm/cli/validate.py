@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import typer
 from rich.table import Table
@@ -12,6 +12,7 @@ from cogwm.cli.common import DataDirOption, console, err_console, print_json, re
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
+from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
 
 
 def validate(
@@ -38,6 +39,17 @@ def validate(
     ablation: Annotated[
         str, typer.Option("--ablation", help="Input switch: none, no_big_five, no_styles, ...")
     ] = "none",
+    heldout: Annotated[
+        str,
+        typer.Option(
+            "--heldout",
+            help="Corpora without an official split: 'test' (the samples' seeded test split) "
+            "or 'all' (only for simulators trained on none of them).",
+        ),
+    ] = "test",
+    split_seed: Annotated[
+        int, typer.Option("--split-seed", help="The seed the samples were split with.")
+    ] = 0,
     label: Annotated[
         str | None, typer.Option("--label", help="Column name in comparisons.", show_default=False)
     ] = None,
@@ -68,18 +80,26 @@ def validate(
         raise InputError("card files are only read with --compare")
     if model is None:
         raise InputError("pass --model ADDRESS to measure a simulator, or --compare CARDS")
-    _measure(model, data_dir, limit, seed, parts, ablation, label, resamples, out, as_json)
+    if heldout not in HELDOUT_RULES:
+        raise InputError(f"--heldout must be test or all, got {heldout!r}")
+    options = _Options(limit, seed, ablation, Heldout(heldout, split_seed), label, resamples)
+    _measure(model, data_dir, parts, options, out, as_json)
+
+
+class _Options(NamedTuple):
+    limit: int | None
+    seed: int
+    ablation: str
+    heldout: Heldout
+    label: str | None
+    resamples: int
 
 
 def _measure(
     address: str,
     data_dir: Path | None,
-    limit: int | None,
-    seed: int,
     parts: list[str] | None,
-    ablation: str,
-    label: str | None,
-    resamples: int,
+    options: _Options,
     out: Path | None,
     as_json: bool,
 ) -> None:
@@ -89,7 +109,7 @@ def _measure(
     from cogwm.simulator.validate.run import check_parts
 
     names = check_parts(_split(parts) if parts else list(DEFAULT_PARTS))
-    check_ablation(ablation)
+    check_ablation(options.ablation)
     if out is not None and out.exists() and out.is_dir():
         raise InputError(f"--out {out} is a directory")
     directory = resolve_data_dir(data_dir)
@@ -99,11 +119,12 @@ def _measure(
         address=address,
         data_dir=directory,
         parts=names,
-        limit=limit,
-        seed=seed,
-        resamples=resamples,
-        ablation=ablation,
-        label=label,
+        limit=options.limit,
+        seed=options.seed,
+        resamples=options.resamples,
+        ablation=options.ablation,
+        heldout=options.heldout,
+        label=options.label,
         console=err_console,
     )
     if out is not None:
@@ -128,7 +149,8 @@ def _print_card(card: Card) -> None:
     table = Table(
         "figure", "value", "95% CI", "n", "failed", "majority", "random",
         title=f"validity card: {card.label}",
-        caption=f"{card.model_identity}; seed {card.seed}; {limit}; ablation {card.ablation}",
+        caption=f"{card.model_identity}; seed {card.seed}; {limit}; ablation {card.ablation}; "
+        f"held out: {card.heldout}",
     )  # fmt: skip
     for fig in card.figures:
         ci = "-" if fig.ci_low is None or fig.ci_high is None else (

@@ -83,6 +83,9 @@ class Card(_Rec):
     model: str = Field(description="The model address, e.g. 'llamacpp:smollm2'.")
     model_identity: str = Field(description="The backend's identity (file, hash, adapter).")
     ablation: str = Field(default="none", description="Input switch applied to every call.")
+    heldout: str = Field(
+        default="test", description="Dialogues used where a corpus has no official split."
+    )
     seed: int
     limit: int | None = Field(description="Items sampled per part; None: the full sets.")
     resamples: int

@@ -9,8 +9,11 @@ with the gold answer. The human labels come from :func:`cogwm.annotate.human.lab
   train, so every test dialogue is held out), each speaker as the user in turn; items are the
   turns labelled happiness, anger, sadness, fear or disgust (surprise has no valence sign; "no
   emotion" says nothing about valence).
-- **AnnoMI**, the seeded test split of the samples (the corpus has no official split), client
-  turns labelled change or sustain (annotator ties left out by the mapping).
+- **AnnoMI** (no official split: see :class:`Heldout`), client turns labelled change or sustain
+  (annotator ties left out by the mapping).
+- **PersuasionForGood**, the 300 act-annotated dialogues (see :class:`Heldout`): persuadee turns
+  that commit (agree, provide an amount, confirm) or refuse (disagree), and each dialogue's last
+  persuadee turn with the actual donation (B6 > 0).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from cogwm.errors import InputError
 from cogwm.schema import CognitiveState, Role
+from cogwm.schema.labels import P4GMeta
 from cogwm.schema.partial import STATE_FIELDS, FieldKind, LabelledDialogue, PartialState
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import (
@@ -62,6 +66,45 @@ class Population:
     split: str
     selection: str
     items: list[Item]
+
+
+# --- held-out dialogues of corpora without an official split --------------------------------------
+
+
+@dataclass(frozen=True)
+class Heldout:
+    """Which dialogues of a corpus without an official split are items.
+
+    ``test``: the samples' seeded test split (``seed`` as given to ``cogwm samples build``), the
+    only fair choice for a trained simulator. ``all``: every dialogue, for simulators that were
+    trained on none of them (zero-shot models), with narrower intervals.
+    """
+
+    rule: str = "test"
+    seed: int = 0
+
+
+HELDOUT_RULES = ("test", "all")
+
+
+def held_out(
+    corpus: str, labelled: list[LabelledDialogue], heldout: Heldout
+) -> tuple[list[LabelledDialogue], str]:
+    """The labelled dialogues the rule keeps, and the card's words for them.
+
+    Raises:
+        InputError: An unknown rule.
+    """
+    if heldout.rule not in HELDOUT_RULES:
+        raise InputError(f"unknown held-out rule {heldout.rule!r}; choose test or all")
+    if heldout.rule == "all":
+        return labelled, f"all {len(labelled)} dialogues (for simulators trained on none)"
+    plan = plan_splits(corpus, [ld.dialogue for ld in labelled], heldout.seed)
+    kept = [ld for ld in labelled if plan.split_of(ld.dialogue.id) == "test"]
+    return kept, (
+        f"seeded test split of the samples (seed {heldout.seed}): {len(kept)} of "
+        f"{len(labelled)} dialogues"
+    )
 
 
 def turn_inputs(
@@ -149,18 +192,69 @@ def _annomi_gold(partial: PartialState) -> str | None:
     return None if len(signs) != 1 else ("change" if signs.pop() else "sustain")
 
 
-def annomi_population(data_dir: Path, split_seed: int = 0) -> Population:
-    """The AnnoMI part's items: client turns with a change or sustain direction, in the test
-    split the samples draw with ``split_seed``."""
+def annomi_population(data_dir: Path, heldout: Heldout) -> Population:
+    """The AnnoMI part's items: client turns with a change or sustain direction."""
     from cogwm.annotate.human import labelled_dialogues
 
-    labelled = list(labelled_dialogues("annomi", data_dir))
-    plan = plan_splits("annomi", [ld.dialogue for ld in labelled], split_seed)
-    test = [ld for ld in labelled if plan.split_of(ld.dialogue.id) == "test"]
+    kept, split = held_out("annomi", list(labelled_dialogues("annomi", data_dir)), heldout)
     return Population(
         corpus="annomi",
-        split=f"seeded test split of the samples (seed {split_seed}): {len(test)} of "
-        f"{len(labelled)} transcripts",
+        split=split,
         selection="client turns labelled change or sustain (annotator ties left out)",
-        items=[item for ld in test for item in _items(ld, _annomi_gold)],
+        items=[item for ld in kept for item in _items(ld, _annomi_gold)],
+    )
+
+
+# --- PersuasionForGood ------------------------------------------------------------------------
+
+
+def _p4g_commitment_gold(partial: PartialState) -> str | None:
+    bounds = {c.relation for c in partial.constraints if c.target == "intention"}
+    if bounds == {"at_least"}:
+        return "commits"
+    if bounds == {"at_most"}:
+        return "refuses"
+    return None  # no commitment label, or both in one turn
+
+
+def p4g_populations(data_dir: Path, heldout: Heldout) -> tuple[Population, Population]:
+    """The P4G part's two item sets: persuadee turns with a commitment label (agree,
+    provide-amount, confirm vs disagree), and each dialogue's last persuadee turn with the actual
+    donation (B6 > 0) as gold."""
+    from cogwm.annotate.human import labelled_dialogues
+
+    labelled = list(labelled_dialogues("persuasionforgood", data_dir))
+    kept, split = held_out("persuasionforgood", labelled, heldout)
+    commitment = Population(
+        corpus="persuasionforgood",
+        split=f"{split} (the 300 act-annotated dialogues)",
+        selection="persuadee turns labelled agree-donation, provide-donation-amount or "
+        "confirm-donation (commits) or disagree-donation (refuses)",
+        items=[item for ld in kept for item in _items(ld, _p4g_commitment_gold)],
+    )
+    final = Population(
+        corpus="persuasionforgood",
+        split=commitment.split,
+        selection="each dialogue's last persuadee turn; gold: donated after the task (B6 > 0)",
+        items=[item for ld in kept for item in _last_turn(ld)],
+    )
+    return commitment, final
+
+
+def _last_turn(labelled: LabelledDialogue) -> Iterable[Item]:
+    meta = labelled.dialogue.meta
+    if not isinstance(meta, P4GMeta):
+        raise InputError(f"{labelled.dialogue.id}: not a PersuasionForGood dialogue")
+    turns = labelled.dialogue.turns()
+    inputs = list(turn_inputs(labelled))
+    if not inputs:
+        return
+    index, inp, _ = inputs[-1]
+    yield Item(
+        id=f"{labelled.dialogue.id}:{index}",
+        dialogue_id=base_id(labelled.dialogue.id),
+        turn_index=index,
+        inp=inp,
+        utterance=turns[index].text,
+        gold="donated" if meta.persuadee.actual_donation > 0 else "none",
     )

@@ -7,6 +7,9 @@ they give.
   AUROC, because answering "positive" always is right on most turns while a constant scores 0.5.
 - ``annomi`` (state understanding): AUROC of the predicted mean(B, D, I) for change against
   sustain talk (AnnoMI gives a direction, never a score).
+- ``p4g`` (state understanding): AUROC of the predicted intention for turns that commit to
+  donating against turns that refuse, and of the intention at each dialogue's last persuadee turn
+  for people who then donated (B6 > 0) against those who did not.
 """
 
 from __future__ import annotations
@@ -28,16 +31,17 @@ from cogwm.simulator.validate.figures import (
 )
 from cogwm.simulator.validate.items import (
     DD_LEXICON_LABELS,
+    Heldout,
     Item,
     Population,
     annomi_population,
     dailydialog_population,
+    p4g_populations,
 )
 from cogwm.simulator.validate.reader import Reading
 
 #: Named item sets of a part (one per group of figures), each sampled on its own.
 ItemSets = dict[str, list[Item]]
-Chooser = Callable[[Sequence[Item], int | None, int], ItemSets]
 Scorer = Callable[[Scope, ItemSets, Mapping[str, Reading]], list[Figure]]
 
 
@@ -49,8 +53,7 @@ class PartSpec:
     corpus: str
     mode: Mode
     description: str
-    population: Callable[[Path], Population]
-    choose: Chooser
+    populations: Callable[[Path, Heldout], dict[str, Population]]
     score: Scorer
 
 
@@ -74,17 +77,26 @@ def union(sets: ItemSets) -> list[Item]:
 # --- DailyDialog ---------------------------------------------------------------------------------
 
 
-def _choose_dailydialog(items: Sequence[Item], limit: int | None, seed: int) -> ItemSets:
-    """``limit`` emotion items and ``limit`` valence items, each its own seeded sample.
+def choose(populations: Mapping[str, Population], limit: int | None, seed: int) -> ItemSets:
+    """Each item set sampled on its own (``limit`` items, seed offset by the set's position).
 
-    Sampled apart because emotion items are a fifth of the valence items: one sample of
-    ``limit`` turns would leave the emotion figures with a handful. An item in both samples is
-    read once.
+    Apart, because sets differ in size: DailyDialog's emotion items are a fifth of its valence
+    items, and one sample of ``limit`` turns would leave the emotion figures with a handful.
+    An item in two sets is read once.
     """
-    emotion = [item for item in items if item.gold in DD_LEXICON_LABELS]
     return {
-        "emotion": sample_items(emotion, limit, seed),
-        "valence": sample_items(items, limit, seed + 1),
+        name: sample_items(population.items, limit, seed + k)
+        for k, (name, population) in enumerate(populations.items())
+    }
+
+
+def _dailydialog_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
+    everything = dailydialog_population(data_dir)
+    emotion = [item for item in everything.items if item.gold in DD_LEXICON_LABELS]
+    selection = "turns labelled anger, sadness or fear; each speaker is the user in turn"
+    return {
+        "emotion": Population(everything.corpus, everything.split, selection, emotion),
+        "valence": everything,
     }
 
 
@@ -138,8 +150,8 @@ def mean_bdi(state: CognitiveState | None) -> float | None:
     return sum(means) / len(means) if means else None
 
 
-def _choose_annomi(items: Sequence[Item], limit: int | None, seed: int) -> ItemSets:
-    return {"direction": sample_items(items, limit, seed)}
+def _annomi_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
+    return {"direction": annomi_population(data_dir, heldout)}
 
 
 def _score_annomi(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
@@ -157,14 +169,53 @@ def _score_annomi(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading])
     ]
 
 
+# --- PersuasionForGood --------------------------------------------------------------------------
+
+
+def intention_score(state: CognitiveState | None) -> float | None:
+    """Mean score of the state's intention items; None without a state or a scored item."""
+    if state is None:
+        return None
+    scores = [i.score for i in state.intentions if i.score is not None]
+    return sum(scores) / len(scores) if scores else None
+
+
+def _p4g_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
+    commitment, final = p4g_populations(data_dir, heldout)
+    return {"commitment": commitment, "final": final}
+
+
+def _score_p4g(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
+    commitment, final = sets["commitment"], sets["final"]
+    return [
+        auroc_figure(
+            scope,
+            "commitment_auroc",
+            [i.gold == "commits" for i in commitment],
+            [intention_score(readings[i.id].state) for i in commitment],
+            _groups(commitment),
+            note="score: predicted intention (mean item score); agree, provide-amount or "
+            "confirm positive, disagree negative",
+        ),
+        auroc_figure(
+            scope,
+            "donation_auroc",
+            [i.gold == "donated" for i in final],
+            [intention_score(readings[i.id].state) for i in final],
+            _groups(final),
+            note="score: predicted intention at the last persuadee turn; donated (B6 > 0) "
+            "positive; people's stated intention predicts B6 at about 60 %",
+        ),
+    ]
+
+
 PARTS: dict[str, PartSpec] = {
     "dailydialog": PartSpec(
         name="dailydialog",
         corpus="dailydialog",
         mode="understand",
         description="emotion accuracy and macro-F1 (anger/sadness/fear), valence AUROC",
-        population=dailydialog_population,
-        choose=_choose_dailydialog,
+        populations=_dailydialog_sets,
         score=_score_dailydialog,
     ),
     "annomi": PartSpec(
@@ -172,16 +223,22 @@ PARTS: dict[str, PartSpec] = {
         corpus="annomi",
         mode="understand",
         description="change vs sustain AUROC of mean(B, D, I)",
-        population=annomi_population,
-        choose=_choose_annomi,
+        populations=_annomi_sets,
         score=_score_annomi,
+    ),
+    "p4g": PartSpec(
+        name="p4g",
+        corpus="persuasionforgood",
+        mode="understand",
+        description="commitment vs refusal AUROC, final intention vs donation AUROC",
+        populations=_p4g_sets,
+        score=_score_p4g,
     ),
 }
 
 #: Parts of the full card not measured by this version, with the reason (stated on every card
 #: that asks for them, never silently dropped).
 NOT_YET: dict[str, str] = {
-    "p4g": "P4G intention AUROC and final intention vs donation: not implemented yet",
     "esconv": "ESConv emotion type, intensity MAE and known groups vs FailedESConv: not "
     "implemented yet",
     "judges": "judges vs human outcomes: not implemented yet",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from importlib import metadata
@@ -30,8 +30,8 @@ from cogwm.simulator.format import format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
 from cogwm.simulator.validate.card import Card, Figure, PartInfo
 from cogwm.simulator.validate.figures import Scope, Settings
-from cogwm.simulator.validate.items import Item, Population
-from cogwm.simulator.validate.parts import NOT_YET, PARTS, ItemSets, PartSpec, union
+from cogwm.simulator.validate.items import Heldout, Item, Population
+from cogwm.simulator.validate.parts import NOT_YET, PARTS, ItemSets, PartSpec, choose, union
 from cogwm.simulator.validate.reader import ABLATIONS, Reading, check_ablation, read_items
 
 #: What the simulator is shown for each item (the training samples' input).
@@ -114,6 +114,7 @@ def build_card(
     seed: int = 0,
     resamples: int = DEFAULT_RESAMPLES,
     ablation: str = "none",
+    heldout: Heldout = Heldout(),
     label: str | None = None,
     progress: bool = True,
     console: Console | None = None,
@@ -132,6 +133,7 @@ def build_card(
         seed: Seed of the sampling, of the model's decoding and of the bootstrap.
         resamples: Bootstrap resamples per interval.
         ablation: Input switch (:data:`~cogwm.simulator.validate.reader.ABLATIONS`).
+        heldout: Which dialogues of corpora without an official split are items.
         label: Column name in comparisons (default: the address, with the ablation).
         progress: Draw a progress bar on stderr.
         console: Where the bar is drawn.
@@ -148,25 +150,28 @@ def build_card(
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     specs = [PARTS[n] for n in names if n in PARTS]
-    chosen: list[tuple[PartSpec, Population, ItemSets]] = []
+    chosen: list[tuple[PartSpec, dict[str, Population], ItemSets]] = []
     for spec in specs:
-        population = spec.population(data_dir)
-        chosen.append((spec, population, spec.choose(population.items, limit, seed)))
+        populations = spec.populations(data_dir, heldout)
+        chosen.append((spec, populations, choose(populations, limit, seed)))
     settings = Settings(resamples=resamples, seed=seed)
     bar = _Bar(sum(len(union(sets)) for *_, sets in chosen), progress, console)
     infos: list[PartInfo] = []
     figures: list[Figure] = []
     with bar.progress if bar.progress is not None else nullcontext():
         all_readings = asyncio.run(_read_all(model, chosen, bar, seed=seed, ablation=ablation))
-    for (spec, population, sets), readings in zip(chosen, all_readings, strict=True):
+    for (spec, populations, sets), readings in zip(chosen, all_readings, strict=True):
         by_id = {item.id: r for item, r in zip(union(sets), readings, strict=True)}
         figures.extend(spec.score(Scope(spec.name, spec.mode, settings), sets, by_id))
-        infos.append(_part_info(spec, population, union(sets), readings))
+        infos.extend(
+            _part_info(spec, name, populations[name], items, by_id) for name, items in sets.items()
+        )
     return Card(
         label=label or (address if ablation == "none" else f"{address} ({ablation})"),
         model=address,
         model_identity=model.identity,
         ablation=ablation,
+        heldout=f"{heldout.rule} (split seed {heldout.seed})",
         seed=seed,
         limit=limit,
         resamples=resamples,
@@ -181,10 +186,14 @@ def build_card(
 
 
 def _part_info(
-    spec: PartSpec, population: Population, items: list[Item], readings: list[Reading]
+    spec: PartSpec,
+    name: str,
+    population: Population,
+    items: list[Item],
+    readings: Mapping[str, Reading],
 ) -> PartInfo:
     return PartInfo(
-        name=spec.name,
+        name=f"{spec.name}.{name}",
         corpus=population.corpus,
         split=population.split,
         selection=population.selection,
@@ -192,14 +201,14 @@ def _part_info(
         n_items=len(items),
         n_population=len(population.items),
         n_dialogues=len({item.dialogue_id for item in items}),
-        n_calls=len(readings),
-        n_failed=sum(r.state is None for r in readings),
+        n_calls=len(items),
+        n_failed=sum(readings[item.id].state is None for item in items),
     )
 
 
 async def _read_all(
     model: Model,
-    chosen: Sequence[tuple[PartSpec, Population, ItemSets]],
+    chosen: Sequence[tuple[PartSpec, dict[str, Population], ItemSets]],
     bar: _Bar,
     *,
     seed: int,
