@@ -132,7 +132,9 @@ def write_annomi(folder: Path, sessions: int = 3, rounds: int = 10) -> None:
     """An AnnoMI-simple.csv whose sessions span several windows (40-word utterances).
 
     Every round is a therapist question and a client answer; the client's talk type cycles
-    change, neutral, sustain, so that each window ends in a known label.
+    change, neutral, sustain every two rounds, shifted by one round, so that each window (two
+    rounds) ends in a known label and the next window opens with a client answer of that same
+    label (the prospective gold is the most profile-consistent continuation).
     """
     folder.mkdir(parents=True, exist_ok=True)
     talk = ("change", "neutral", "sustain")
@@ -144,11 +146,12 @@ def write_annomi(folder: Path, sessions: int = 3, rounds: int = 10) -> None:
                 base = [t, "high", f"Video {t}", f"https://example.org/{t}", "smoking cessation"]
                 question = f"Question {t}-{r} " + words(38, f"ask{t}x{r}")
                 answer = f"Answer {t}-{r} " + words(38, f"say{t}x{r}")
+                label = ((r + 1) // 2 + t) % 3
                 writer.writerow(
                     [*base, 2 * r, "therapist", "00:00:01", question, "question", "n/a"]
                 )
                 writer.writerow(
-                    [*base, 2 * r + 1, "client", "00:00:02", answer, "n/a", talk[(r + t) % 3]]
+                    [*base, 2 * r + 1, "client", "00:00:02", answer, "n/a", talk[label]]
                 )
 
 

@@ -62,7 +62,7 @@ def test_pipeline_end_to_end(workdir: Path) -> None:
     made = _json("variants", str(items), "--out", str(variants), "--easy", "--degrade", "2",
                  "--open", "--counterfactual", "--model", "fake:schema", "--with-base")  # fmt: skip
     kinds = {c["variant"] for c in made["counts"]}
-    assert kinds == {"hard", "easy", "degraded", "open", "counterfactual"}
+    assert kinds == {"base", "easy", "degraded", "open", "counterfactual"}  # template: "base"
     all_items = read_items(variants)
 
     export = workdir / "verify.csv"
@@ -86,7 +86,7 @@ def test_pipeline_end_to_end(workdir: Path) -> None:
     assert evaluated["answered"] == len(all_items) and evaluated["failed"] == 0
     assert evaluated["paths"]["logits"] + evaluated["paths"]["generated"] == len(all_items)
     assert {r["variant"] for r in evaluated["rates"]} == {
-        "hard", "easy", "degraded", "counterfactual"
+        "base", "easy", "degraded", "counterfactual"
     }  # fmt: skip
     again = runner.invoke(app, ["eval", str(variants), "--model", "fake:schema", "--db", db])
     assert again.exit_code != 0  # an existing run needs --resume

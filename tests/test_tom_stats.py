@@ -64,14 +64,15 @@ def test_correctness_rate_wilson_interval_and_baseline() -> None:
 
 
 def test_retro_prosp_gap_matches_scipy() -> None:
-    answers = _answers("m", "MI", "retrospective", [1] * 8 + [0] * 2)
-    answers += _answers("m", "MI", "prospective", [1] * 3 + [0] * 7, attribute=None, prefix="p")
+    answers = _answers("m", "MI", "retrospective", [1] * 16 + [0] * 4)
+    answers += _answers("m", "MI", "prospective", [1] * 6 + [0] * 14, attribute=None, prefix="p")
     gap = compute_stats(answers).table3_gap
     assert len(gap) == 1
-    expected = chi2_contingency([[8, 2], [3, 7]], correction=False)
+    expected = chi2_contingency([[16, 4], [6, 14]], correction=False)
+    assert gap[0].test == "pearson"  # every expected count is at least 5
     assert gap[0].chi2 == pytest.approx(expected.statistic)
     assert gap[0].p_value == pytest.approx(expected.pvalue)
-    assert gap[0].cramers_v == pytest.approx(math.sqrt(expected.statistic / 20))
+    assert gap[0].cramers_v == pytest.approx(math.sqrt(expected.statistic / 40))
     assert (gap[0].retrospective, gap[0].prospective) == (0.8, 0.3)
 
 
@@ -168,3 +169,43 @@ def test_seeds_are_kept_apart_and_reported_as_mean_and_spread() -> None:
     single = compute_stats([a for a in answers if a.seed == 0])
     assert single.table3_rates[1].seeds == 1 and single.table3_rates[1].ci_low is not None
     assert single.seeds == []
+
+
+def test_small_gap_tables_use_fishers_exact_test() -> None:
+    from scipy.stats import fisher_exact
+
+    answers = _answers("m", "MI", "retrospective", [1, 1, 1, 0])
+    answers += _answers("m", "MI", "prospective", [1, 0, 0, 0], attribute=None, prefix="p")
+    (gap,) = compute_stats(answers).table3_gap
+    assert gap.test == "fisher" and "Fisher" in gap.note
+    assert gap.p_value == pytest.approx(fisher_exact([[3, 1], [1, 3]]).pvalue)
+    big = _answers("m", "MI", "retrospective", [1] * 30 + [0] * 10)
+    big += _answers("m", "MI", "prospective", [1] * 15 + [0] * 25, attribute=None, prefix="p")
+    (row,) = compute_stats(big).table3_gap
+    assert row.test == "pearson" and row.note == ""
+
+
+def test_majority_answer_baseline_and_the_flag_when_a_model_is_not_above_it() -> None:
+    from cogwm.tom.stats import not_above_majority
+    from cogwm.tom.templates import AnswerClasses
+
+    answers = _answers("m", "PFG", "retrospective", [1, 0, 1, 0], n_options=3)
+    golds = ["positive", "positive", "positive", "negative"]
+    classes = {
+        a.item_id: AnswerClasses(gold=g, options=("negative", "neutral", "positive"))
+        for a, g in zip(answers, golds, strict=True)
+    }
+    (row,) = compute_stats(answers, classes=classes).table3_rates
+    assert row.majority == 0.75 and row.rate == 0.5 and not_above_majority(row)
+    assert row.baseline == pytest.approx(1 / 3)  # the random baseline stays beside it
+    # 4 options offered, "anxiety" most common: picked whenever offered, else the next value
+    esc = _answers("m", "ESC", "retrospective", [1, 1, 1], attribute="emotion")
+    offered = [("anxiety", "anger", "shame"), ("anxiety", "sadness", "shame"),
+               ("sadness", "anger", "shame")]  # fmt: skip
+    esc_classes = {
+        a.item_id: AnswerClasses(gold=g, options=o)
+        for a, g, o in zip(esc, ["anxiety", "anxiety", "sadness"], offered, strict=True)
+    }
+    (cell,) = compute_stats(esc, classes=esc_classes).table3_rates
+    assert cell.majority == 1.0 and not not_above_majority(cell.model_copy(update={"rate": 1.01}))
+    assert compute_stats(answers).table3_rates[0].majority is None  # no classes: no baseline

@@ -10,9 +10,9 @@ import pytest
 from cogwm.schema import Dialogue, Role, Utterance
 from cogwm.schema.labels import ESConvMeta, P4GMeta
 from cogwm.tom.contexts import contexts_of, continuation_text, load_contexts, opening
-from cogwm.tom.items import Attribute, Domain, Line, SpeakerRole, Task
-from cogwm.tom.templates import build_template_items, donation_bin
-from helpers_tom import annomi_session, p4g_utterance, words
+from cogwm.tom.items import Attribute, Domain, Line, SpeakerRole, Task, Variant
+from cogwm.tom.templates import DROP_NOT_MOST_CONSISTENT, build_template_items, donation_bin
+from helpers_tom import annomi_dialogue, annomi_session, p4g_utterance, words
 
 
 def _line(role: SpeakerRole, n: int, word: str) -> Line:
@@ -63,18 +63,27 @@ def test_annomi_retrospective_gold_is_the_last_labelled_client_utterance() -> No
 
 
 def test_annomi_prospective_distractors_follow_other_label_values() -> None:
-    contexts = contexts_of([_annomi_session()])
-    items = build_template_items(contexts, tasks=[Task.PROSPECTIVE])
-    # w2 is the session's last window: no prospective item. w0 (sustain) and w1 (neutral) each
-    # get the other's continuation as the one distractor (no other non-last window exists).
-    assert sorted(i.provenance.window_id for i in items) == ["annomi:7#w0", "annomi:7#w1"]
-    w0, w1 = sorted(items, key=lambda i: i.id)
+    # w0 ends in sustain (u3) and w1 in neutral (u7); the client opens w1 with sustain talk
+    # (u5) and w2 with change talk (u9): w0's gold (the opening of w1) is the most consistent
+    # with its profile, w1's gold (change talk) is not, so only w0 is kept.
+    talk = [None, "change", None, "sustain", None, "sustain", None, "neutral", None, "change",
+            None, "change"]  # fmt: skip
+    rows = [("therapist" if k % 2 == 0 else "client", words(40, f"u{k}"), talk[k])
+            for k in range(12)]  # fmt: skip
+    contexts = contexts_of([annomi_dialogue("annomi:7", rows)])
+    report: Counter[str] = Counter()
+    items = build_template_items(contexts, tasks=[Task.PROSPECTIVE], report=report)
+    assert [i.provenance.window_id for i in items] == ["annomi:7#w0"]
+    assert report == Counter({f"annomi_talk_type: {DROP_NOT_MOST_CONSISTENT}": 1})
+    (w0,) = items
     open1 = continuation_text(contexts[0].opening() or [])
     open2 = continuation_text(contexts[1].opening() or [])
     assert w0.gold == open1 and set(w0.options) == {open1, open2}
-    assert w1.gold == open2 and set(w1.options) == {open1, open2}
     assert w0.history_turns == 0 and w0.profile is not None and "reasons to keep" in w0.profile
     assert w0.gold.startswith("Counselor: " + words(40, "u4")) and "Client: " in w0.gold
+    assert w0.variant is Variant.BASE  # label-contrast distractors: not called "hard"
+    # the session of the other tests: both golds tie with their distractor (0 = 0): dropped
+    assert build_template_items(contexts_of([_annomi_session()]), tasks=[Task.PROSPECTIVE]) == []
 
 
 def _esconv(emotion: str, dialogue_id: str = "esconv:train:1") -> Dialogue:
@@ -106,9 +115,10 @@ def test_esconv_emotion_only_on_the_first_window_with_distinct_families() -> Non
     item = items[0]
     assert item.gold == "The seeker is feeling nervous." and item.n_options == 4
     distractors = [o for o in item.options if o != item.gold]
-    # Nervousness is in the anxiety family: anxiety never appears; depression and sadness are
-    # one family, so at most one of them does.
+    # Nervousness is a near-synonym of anxiety and fear: neither appears; depression and
+    # sadness are near-synonyms, so at most one of them does.
     assert "The seeker is feeling anxious." not in distractors
+    assert "The seeker is feeling afraid." not in distractors
     assert sum(d in {"The seeker is feeling sad.", "The seeker is feeling depressed."}
                for d in distractors) <= 1  # fmt: skip
     assert build_template_items(contexts) == items  # seeded: the same every time
@@ -188,8 +198,8 @@ def test_template_items_from_the_real_corpora(real_data_dir: Path) -> None:
     assert counts[("ESC", "retrospective", "emotion")] == 1300
     # AnnoMI: every window has a labelled client utterance in these transcripts.
     assert counts[("MI", "retrospective", "desire")] == 848
-    # P4G B5: 217 persuadees have an intended donation.
-    assert sum(1 for i in items if i.provenance.label_field == "intended_donation") == 217
+    # P4G B5: 217 persuadees have an intended donation; 6 contradict the amount they state.
+    assert sum(1 for i in items if i.provenance.label_field == "intended_donation") == 217 - 6
     assert counts[("MI", "prospective", "desire")] > 0
     prospective_windows = {i.provenance.window_id for i in items if i.task is Task.PROSPECTIVE}
     assert not any(c.is_last for c in contexts if c.id in prospective_windows)

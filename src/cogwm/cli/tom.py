@@ -217,19 +217,48 @@ def build_command(
     contexts = load_contexts(resolve_corpora(corpus), resolve_data_dir(data_dir))
     if limit is not None:
         contexts = _first_per_corpus(contexts, limit)
+    report: Counter[str] = Counter()
     if source == "template":
-        from cogwm.tom.templates import build_template_items
-
-        items = build_template_items(contexts, tasks=tasks, seed=seed)
+        items = _build_templates(contexts, tasks, seed, resolve_data_dir(data_dir), report)
         write_items(out, items)
     else:
         assert model is not None
         items = _build_llm(contexts, out, model, tasks, resume, concurrency, base_url)
         items = read_items(out)
     if as_json:
-        print_json({"out": str(out), "items": len(items), "counts": _counts_json(items)})
-    else:
-        console.print(_count_table(items, f"{source} items written to {out}"))
+        print_json(
+            {
+                "out": str(out),
+                "items": len(items),
+                "counts": _counts_json(items),
+                "dropped": dict(sorted(report.items())),
+            }
+        )
+        return
+    console.print(_count_table(items, f"{source} items written to {out}"))
+    for reason, n in sorted(report.items()):
+        console.print(f"  {n:5d}  {reason}", markup=False, highlight=False)
+
+
+def _build_templates(
+    contexts: list[Context],
+    tasks: list[Task],
+    seed: int,
+    data_dir: Path,
+    report: Counter[str],
+) -> list[ToMItem]:
+    from cogwm.tom.templates import build_template_items
+
+    votes = None
+    if any(c.corpus == "annomi" for c in contexts):
+        from cogwm.corpora import annomi_annotators
+
+        # the per-annotator file drops golds the annotators split on evenly
+        if (data_dir / "annomi" / annomi_annotators.FULL_FILE).is_file():
+            votes = annomi_annotators.load(data_dir / "annomi")
+        else:
+            report["annomi: no per-annotator file, evenly split golds not checked"] += 1
+    return build_template_items(contexts, tasks=tasks, seed=seed, annomi_votes=votes, report=report)
 
 
 def _task(name: str) -> Task:
@@ -368,11 +397,11 @@ def variants_command(
 def _counterfactuals(
     items: list[ToMItem], spec: str, concurrency: int, base_url: str | None
 ) -> list[ToMItem]:
-    from cogwm.tom.items import Task, Variant
+    from cogwm.tom.items import Task
     from cogwm.tom.variants import build_counterfactuals
 
     model = _load_model(spec, base_url)
-    todo = [i for i in items if i.task is Task.PROSPECTIVE and i.variant is Variant.HARD]
+    todo = [i for i in items if i.task is Task.PROSPECTIVE and i.is_base]
 
     async def run(advance: Callable[[], None]) -> tuple[list[ToMItem], list[str]]:
         try:
@@ -826,15 +855,14 @@ def stats_command(
     from cogwm.tom.stats import ChoiceRecord, compute_stats
     from cogwm.tom.store import open_store
     from cogwm.tom.tables import render_report, report_json, write_csv
+    from cogwm.tom.templates import answer_classes
 
     with open_store(db, must_exist=True) as store:
         choices = [ChoiceRecord(*c) for c in store.choice_records()]
-        kinds = (
-            {item_id: option_kinds(item) for item_id, item in store.items().items()}
-            if errors
-            else None
-        )
-        report = compute_stats(store.scored_answers(), store.open_scores(), choices, kinds)
+        items = store.items()
+        kinds = {i: option_kinds(item) for i, item in items.items()} if errors else None
+        classes = {i: answer_classes(item) for i, item in items.items()}
+        report = compute_stats(store.scored_answers(), store.open_scores(), choices, kinds, classes)
     if csv_dir is not None:
         written = write_csv(report, csv_dir)
         err_console.print(f"{len(written)} tables written to {csv_dir}")

@@ -59,11 +59,17 @@ class Domain(StrEnum):
 class Variant(StrEnum):
     """Which set an item belongs to."""
 
-    HARD = "hard"  # the base item: adversarial (or label-contrast) distractors
+    HARD = "hard"  # the base item of the LLM generator: adversarial distractors
+    BASE = "base"  # the base item of a template: label-contrast distractors, not adversarial
     EASY = "easy"  # distractor continuations from other dialogues
     COUNTERFACTUAL = "counterfactual"  # contradictory profile, "None of the above" correct
     DEGRADED = "degraded"  # prospective item with some history turns restored
     OPEN = "open"  # free-form answer compared with references
+
+
+#: The variants of base items (what the easy, counterfactual, degraded and open variants derive
+#: from, and what Tables 3-5 report).
+BASE_VARIANTS = frozenset({Variant.HARD, Variant.BASE})
 
 
 class Source(StrEnum):
@@ -188,6 +194,11 @@ class ToMItem(Record):
             raise ValueError(f"{NONE_OF_THE_ABOVE!r} must be the last option")
         if self.variant is Variant.COUNTERFACTUAL and self.gold != NONE_OF_THE_ABOVE:
             raise ValueError(f"a counterfactual item's gold must be {NONE_OF_THE_ABOVE!r}")
+
+    @property
+    def is_base(self) -> bool:
+        """Whether this is a base item (hard or template base), not a variant of one."""
+        return self.variant in BASE_VARIANTS
 
     @property
     def n_options(self) -> int:

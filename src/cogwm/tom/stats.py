@@ -8,9 +8,14 @@ never 0.
 - Correctness Rate (CR) = correct / answered; unparsed answers count as wrong and are also
   counted on their own. Interval: Wilson 95 % (``statsmodels``). Random baseline: the mean of
   1/options over the answered items.
-- Table 3: CR per model x domain x task on the base ("hard") items, and the
+- Majority-answer baseline: beside the random baseline, the CR of always giving the most
+  common gold answer of the cell (template items, whose golds are label values); a rate not
+  above it is flagged.
+- Table 3: CR per model x domain x task on the base items (LLM "hard" items and template
+  "base" items, whose distractors are label contrasts rather than adversarial), and the
   retrospective-prospective gap per model x domain (Pearson chi-square on the 2 x 2 table
-  task x correct, Cramér's V).
+  task x correct, Cramér's V; the p-value from Fisher's exact test where an expected count is
+  under 5, and the table says so).
 - Table 4: cross-domain correlations per task (units: model x attribute cells present in both
   domains) and the cross-task correlation (units: model x domain), Pearson and Spearman.
 - Table 5: CR per model x domain x attribute (retrospective).
@@ -42,7 +47,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from operator import attrgetter
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -58,7 +63,7 @@ from cogwm.stats import (
 )
 from cogwm.stats._validate import StatsInputError
 from cogwm.tom.evaluate import PLAIN
-from cogwm.tom.items import Task, Variant
+from cogwm.tom.items import BASE_VARIANTS, Task, Variant
 from cogwm.tom.store import OpenScoreRow, ScoredAnswer
 
 CONFIDENCE = 0.95
@@ -94,6 +99,7 @@ class RateRow(Rate):
 
     seeds: int = 1
     seed_sd: float | None = None
+    majority: float | None = None  # always giving the most common gold answer (template items)
 
     model: str
     domain: str
@@ -107,7 +113,12 @@ class RateRow(Rate):
 
 
 class GapRow(_Row):
-    """Retrospective-prospective gap of one model x domain (Table 3, right part)."""
+    """Retrospective-prospective gap of one model x domain (Table 3, right part).
+
+    ``test`` says where ``p_value`` comes from: ``pearson`` (chi-square), or ``fisher``
+    (Fisher's exact test, used when an expected count is under 5 and the chi-square
+    approximation does not hold; ``chi2`` and Cramér's V are still given as effect sizes).
+    """
 
     model: str
     domain: str
@@ -117,6 +128,7 @@ class GapRow(_Row):
     p_value: float | None
     cramers_v: float | None
     n: int
+    test: str | None = None
     note: str = ""
 
 
@@ -332,18 +344,63 @@ def _fields_key(fields: Sequence[str]) -> Callable[[ScoredAnswer], tuple[Any, ..
 
 
 def rate_rows(
-    answers: Iterable[ScoredAnswer], fields: Sequence[str], **fixed: str | None
+    answers: Iterable[ScoredAnswer],
+    fields: Sequence[str],
+    classes: Mapping[str, AnswerClassesLike | None] | None = None,
+    **fixed: str | None,
 ) -> list[RateRow]:
     """Correctness Rates grouped by some :class:`ScoredAnswer` fields (one row per group).
 
-    Runs of one model with different seeds are not pooled: see :class:`RateRow`.
+    Runs of one model with different seeds are not pooled: see :class:`RateRow`. ``classes``
+    (item id -> the label values of gold and options) gives the majority-answer baseline.
     """
     groups = group_by(answers, _fields_key(fields))
     rows = []
     for key, rate in zip(groups, correctness_rates(list(groups.values())), strict=True):
         row = RateRow(**dict(zip(fields, key, strict=True)), **fixed, **rate.model_dump())
+        if classes is not None:
+            row.majority = majority_baseline(groups[key], classes)
         rows.append(_across_seeds(row, groups[key]))
     return rows
+
+
+class AnswerClassesLike(Protocol):
+    """The label values of an item's gold and options (``templates.AnswerClasses``)."""
+
+    @property
+    def gold(self) -> str: ...
+
+    @property
+    def options(self) -> tuple[str, ...]: ...
+
+
+def majority_baseline(
+    answers: Sequence[ScoredAnswer], classes: Mapping[str, AnswerClassesLike | None]
+) -> float | None:
+    """The CR of always giving the most common answer (None unless every item has classes).
+
+    The answers of the cell are ranked by how often each value is the gold; on every item the
+    strategy picks the offered option whose value ranks highest. Where every value is offered
+    (3-option items) this is the share of the most common gold. The random baseline (mean
+    1/options) hides these priors: on PersuasionForGood reactions "positive" is the gold of most
+    items, so always saying so beats chance without reading the dialogue.
+    """
+    found = [classes.get(a.item_id) for a in answers]
+    known = [c for c in found if c is not None]
+    if not known or len(known) < len(found):
+        return None
+    counts = _counts_of(c.gold for c in known)
+    rank = {value: (-n, value) for value, n in counts.items()}
+    right = 0
+    for c in known:
+        offered = [o for o in c.options if o in rank]
+        right += min(offered, key=rank.__getitem__) == c.gold
+    return right / len(known)
+
+
+def not_above_majority(row: RateRow) -> bool:
+    """Whether a rate is not above its majority-answer baseline."""
+    return row.majority is not None and row.rate is not None and row.rate <= row.majority
 
 
 def _across_seeds(row: RateRow, group: Sequence[ScoredAnswer]) -> RateRow:
@@ -375,7 +432,8 @@ def single_seed(answers: Iterable[ScoredAnswer]) -> list[ScoredAnswer]:
 
 # Enum ``.value`` lookups are slow in the inner loops over tens of thousands of answers.
 _PLAIN, _RETRO, _PROSP = PLAIN, Task.RETROSPECTIVE.value, Task.PROSPECTIVE.value
-_HARD, _EASY = Variant.HARD.value, Variant.EASY.value
+_EASY = Variant.EASY.value
+_BASE_VALUES = frozenset(v.value for v in BASE_VARIANTS)
 
 
 def _share(group: Sequence[ScoredAnswer]) -> float:
@@ -390,9 +448,12 @@ def _plain(answers: Iterable[ScoredAnswer]) -> list[ScoredAnswer]:
 def _of(
     answers: Iterable[ScoredAnswer], variant: Variant, task: Task | None = None
 ) -> list[ScoredAnswer]:
-    wanted, task_value = variant.value, task.value if task is not None else None
+    """Answers to items of one variant; ``Variant.HARD`` means every base item (hard LLM items
+    and template base items)."""
+    wanted = _BASE_VALUES if variant is Variant.HARD else frozenset({variant.value})
+    task_value = task.value if task is not None else None
     return [
-        a for a in answers if a.variant == wanted and (task_value is None or a.task == task_value)
+        a for a in answers if a.variant in wanted and (task_value is None or a.task == task_value)
     ]
 
 
@@ -424,10 +485,14 @@ def retro_prosp_gap(answers: Sequence[ScoredAnswer]) -> list[GapRow]:
             [sum(a.correct for a in prosp), sum(not a.correct for a in prosp)],
         ]
         chi2 = p = v = None
+        test: str | None = None
         note = ""
         try:
             result = chi_square(table)
-            chi2, p, v = result.statistic, result.p_value, result.cramers_v
+            chi2, p, v, test = result.statistic, result.p_value, result.cramers_v, "pearson"
+            if _min_expected(table) < MIN_EXPECTED:
+                p, test = _fisher(table), "fisher"
+                note = f"an expected count is under {MIN_EXPECTED}: p from Fisher's exact test"
         except StatsInputError as exc:
             note = str(exc)
         rows.append(
@@ -440,10 +505,28 @@ def retro_prosp_gap(answers: Sequence[ScoredAnswer]) -> list[GapRow]:
                 p_value=p,
                 cramers_v=v,
                 n=len(group),
+                test=test,
                 note=note,
             )
         )
     return rows
+
+
+#: Below this expected count in a cell the chi-square approximation is not trusted.
+MIN_EXPECTED = 5
+
+
+def _min_expected(table: list[list[int]]) -> float:
+    total = sum(map(sum, table))
+    rows = [sum(r) for r in table]
+    cols = [sum(c) for c in zip(*table, strict=True)]
+    return float(min(r * c / total for r in rows for c in cols))
+
+
+def _fisher(table: list[list[int]]) -> float:
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact(table).pvalue)
 
 
 # -- Table 4: correlations -----------------------------------------------------
@@ -519,7 +602,7 @@ def easy_hard_gap(answers: Sequence[ScoredAnswer]) -> list[EasyHardRow]:
     plain = [a for a in _plain(answers) if a.task == _PROSP]
     rows = []
     for (model, domain), group in group_by(plain, lambda a: (a.model, a.domain)).items():
-        hard = [float(a.correct) for a in group if a.variant == _HARD]
+        hard = [float(a.correct) for a in group if a.variant in _BASE_VALUES]
         easy = [float(a.correct) for a in group if a.variant == _EASY]
         if not easy:
             continue
@@ -806,11 +889,13 @@ def compute_stats(
     open_scores: Sequence[tuple[str, str, str, OpenScoreRow]] = (),
     choices: Sequence[ChoiceRecord] = (),
     kinds: Mapping[str, Sequence[str | None]] | None = None,
+    classes: Mapping[str, AnswerClassesLike | None] | None = None,
 ) -> StatsReport:
     """Every table of ``cogwm tom stats``.
 
     ``choices`` (every asked order) gives the position-bias table; ``kinds`` (the kind of each
-    option of each item) the error analysis.
+    option of each item) the error analysis; ``classes`` (each item's gold answer class,
+    :func:`cogwm.tom.templates.answer_classes`) the majority-answer baseline.
 
     Runs with the full session history are kept apart from window runs of the same model: their
     model is shown as ``<model> [full history]``.
@@ -822,11 +907,11 @@ def compute_stats(
     return StatsReport(
         answers=len(answers),
         unparsed=sum(not a.parsed for a in answers),
-        table3_rates=rate_rows(hard, ("model", "domain", "task")),
+        table3_rates=rate_rows(hard, ("model", "domain", "task"), classes),
         table3_gap=retro_prosp_gap(one_seed),
         table4_correlations=correlations(one_seed),
         table5_attributes=rate_rows(
-            _of(hard, Variant.HARD, Task.RETROSPECTIVE), ("model", "domain", "attribute")
+            _of(hard, Variant.HARD, Task.RETROSPECTIVE), ("model", "domain", "attribute"), classes
         ),
         table6_easy_hard=easy_hard_gap(one_seed),
         table7_counterfactual=rate_rows(_of(plain, Variant.COUNTERFACTUAL), ("model", "domain")),
@@ -839,6 +924,8 @@ def compute_stats(
         seeds=seed_rates(answers),
         errors=error_analysis(answers, kinds) if kinds is not None else [],
         all_cells=rate_rows(
-            answers, ("model", "condition", "domain", "task", "attribute", "variant", "source")
+            answers,
+            ("model", "condition", "domain", "task", "attribute", "variant", "source"),
+            classes,
         ),
     )

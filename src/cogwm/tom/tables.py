@@ -17,11 +17,11 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from cogwm.tom.stats import RateRow, StatsReport
+from cogwm.tom.stats import RateRow, StatsReport, not_above_majority
 
 TITLES: dict[str, str] = {
-    "table3_rates": "Table 3 — Correctness Rate per model × domain × task (hard items)",
-    "table3_gap": "Table 3 — Retrospective–prospective gap (Pearson χ², Cramér's V)",
+    "table3_rates": "Table 3 — Correctness Rate per model × domain × task (base items)",
+    "table3_gap": "Table 3 — Retrospective–prospective gap (Pearson χ² or Fisher, Cramér's V)",
     "table4_correlations": "Table 4 — Cross-domain and cross-task correlations",
     "table5_attributes": "Table 5 — Retrospective CR per attribute",
     "table6_easy_hard": "Table 6 — Easy vs Hard (Mann–Whitney U, rank-biserial r)",
@@ -104,7 +104,7 @@ def rates_table(rows: Sequence[RateRow], title: str, keys: Sequence[str]) -> Tab
     table = Table(title=title, title_justify="left")
     for key in keys:
         table.add_column(key)
-    for column in ("n", "CR %", "95% CI", "baseline %", "unparsed"):
+    for column in ("n", "CR %", "95% CI", "random %", "majority %", "unparsed"):
         table.add_column(column, justify="right")
     for row in rows:
         table.add_row(
@@ -113,8 +113,11 @@ def rates_table(rows: Sequence[RateRow], title: str, keys: Sequence[str]) -> Tab
             _rate(row),
             _ci(row),
             _fmt(row.baseline, pct=True),
+            _fmt(row.majority, pct=True) + (" !" if not_above_majority(row) else ""),
             str(row.unparsed),
         )
+    if any(not_above_majority(r) for r in rows):
+        table.caption = "! the rate is not above the majority-answer baseline"
     return table
 
 

@@ -37,10 +37,14 @@ no prospective template items; neither does the intended donation, which is one 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cogwm.corpora import word_count
+from cogwm.corpora.annomi_annotators import UtteranceKey, UtteranceVotes
 from cogwm.schema import Role, Utterance
 from cogwm.schema.labels import AnnoMIMeta, AnnoMIUtteranceLabels, ESConvMeta, P4GMeta
 from cogwm.tom.contexts import Context, continuation_text
@@ -52,6 +56,7 @@ from cogwm.tom.items import (
     Source,
     Task,
     ToMItem,
+    Variant,
     option_key,
 )
 
@@ -65,6 +70,7 @@ class Gold:
 
     value: str  # canonical value, a key of the scheme's statements
     raw: str  # the label as the corpus has it
+    utterance_id: int | None = None  # AnnoMI: the labelled utterance (for the annotators' votes)
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,11 @@ class LabelScheme:
     distractor_values: tuple[str, ...] | None = None  # allowed distractors (default: all)
     prospective: bool = True
     max_options: int = 4
+    #: Resolves a found gold against the rest of the session: the gold (maybe another value)
+    #: or the reason to drop the item.
+    check: Callable[[Context, Gold], Gold | str] | None = None
+    #: The canonical values an utterance of the recipient carries (prospective consistency).
+    utterance_values: Callable[[Utterance], list[str]] | None = None
 
     def family(self, value: str) -> str:
         """The family of a value (values of one family are never each other's distractors)."""
@@ -111,7 +122,11 @@ def _annomi_talk_type(context: Context) -> Gold | None:
             and isinstance(labels, AnnoMIUtteranceLabels)
             and labels.client_talk_type
         ):
-            return Gold(value=labels.client_talk_type, raw=labels.client_talk_type)
+            return Gold(
+                value=labels.client_talk_type,
+                raw=labels.client_talk_type,
+                utterance_id=labels.utterance_id,
+            )
     return None
 
 
@@ -199,6 +214,84 @@ def _p4g_intended(context: Context) -> Gold | None:
     return Gold(value=donation_bin(amount), raw=f"{amount:g}")
 
 
+def _session_acts(context: Context) -> list[str]:
+    """The persuadee's acts in the session up to this window's end."""
+    return _persuadee_acts([*context.dialogue.utterances[: context.start], *context.utterances])
+
+
+#: Drop reasons and resolutions counted by :func:`build_template_items`.
+RESOLVED_CONSIDERING = "resolved: considering after a commitment -> commits"
+DROP_DECLINES_AFTER_PLEDGE = "dropped: declines after a pledge"
+DROP_B5_CONTRADICTS_TEXT = "dropped: intended donation contradicts the stated amount"
+DROP_ANNOMI_TIE = "dropped: annotators split evenly on the gold utterance"
+DROP_NOT_MOST_CONSISTENT = "dropped: a distractor is as consistent with the profile as the gold"
+
+
+def _check_decision(context: Context, gold: Gold) -> Gold | str:
+    """A decision read against the session so far.
+
+    Asking how to donate after having agreed to (or named an amount) is acting on a commitment:
+    the gold becomes ``commits``. A refusal after a pledge (often a refusal to give *more*,
+    labelled as a plain refusal) is ambiguous: the item is dropped.
+    """
+    decisions = [a for a in _session_acts(context) if a in DECISION_ACTS]
+    committed = [a for a in decisions[:-1] if DECISION_ACTS[a] == "commits"]
+    if not committed:
+        return gold
+    if gold.value == "considering":
+        return Gold(value="commits", raw=f"{gold.raw} after {committed[0]}")
+    if gold.value == "declines":
+        return DROP_DECLINES_AFTER_PLEDGE
+    return gold
+
+
+_AMOUNT = re.compile(
+    r"\$\s?(\d+(?:\.\d+)?|\.\d+)|(\d+(?:\.\d+)?)\s*(?:dollars?|bucks)\b|(\d+)\s*cents?\b",
+    re.IGNORECASE,
+)
+#: Persuadee acts whose sentences state the amount they mean to give.
+_AMOUNT_ACTS = frozenset({"agree-donation", "provide-donation-amount", "confirm-donation"})
+
+
+def stated_amounts(context: Context) -> list[float]:
+    """Dollar amounts in the persuadee's donation sentences so far (session up to the window)."""
+    amounts: list[float] = []
+    for utterance in [*context.dialogue.utterances[: context.start], *context.utterances]:
+        sentences = getattr(utterance.labels, "sentences", None)
+        if utterance.role is not Role.USER or not sentences:
+            continue
+        for sentence in sentences:
+            if {sentence.ee_label_1, sentence.ee_label_2} & _AMOUNT_ACTS:
+                for match in _AMOUNT.finditer(sentence.text):
+                    dollars, words, cents = match.groups()
+                    value = float(dollars or words) if (dollars or words) else int(cents) / 100
+                    amounts.append(value)
+    return amounts
+
+
+def _check_intended(context: Context, gold: Gold) -> Gold | str:
+    """Drop an intended donation (B5) whose bin differs from the last amount the persuadee
+    states in the dialogue (e.g. B5 = 5 where the persuadee says "Yes, $1")."""
+    amounts = stated_amounts(context)
+    if amounts and donation_bin(amounts[-1]) != gold.value:
+        return DROP_B5_CONTRADICTS_TEXT
+    return gold
+
+
+def _annomi_values(utterance: Utterance) -> list[str]:
+    labels = utterance.labels
+    if isinstance(labels, AnnoMIUtteranceLabels) and labels.client_talk_type:
+        return [labels.client_talk_type]
+    return []
+
+
+def _act_values(acts: dict[str, str]) -> Callable[[Utterance], list[str]]:
+    def values(utterance: Utterance) -> list[str]:
+        return [acts[a] for a in _persuadee_acts([utterance]) if a in acts]
+
+    return values
+
+
 # -- the schemes ---------------------------------------------------------------
 
 _EMOTION_ADJECTIVES = {
@@ -215,6 +308,26 @@ _EMOTION_ADJECTIVES = {
     "pain": "hurt",
 }
 
+#: ESConv emotions that are near-synonyms as the options word them ("anxious" / "afraid" /
+#: "nervous", "sad" / "depressed" / "hurt", "ashamed" / "guilty"): a value is never a distractor
+#: of a gold in its group, and one item never offers two values of a group.
+EMOTION_NEAR_SYNONYMS: tuple[frozenset[str], ...] = (
+    frozenset({"anxiety", "fear", "nervousness"}),
+    frozenset({"depression", "sadness", "pain"}),
+    frozenset({"shame", "guilt"}),
+)
+
+
+def _synonym_families(groups: Iterable[frozenset[str]]) -> dict[str, str]:
+    """value -> the group's first value in alphabetical order (its family name)."""
+    return {value: min(group) for group in groups for value in group}
+
+
+def near_synonyms(first: str, second: str) -> bool:
+    """Whether two ESConv emotion values are near-synonyms (:data:`EMOTION_NEAR_SYNONYMS`)."""
+    return first == second or any({first, second} <= group for group in EMOTION_NEAR_SYNONYMS)
+
+
 SCHEMES: tuple[LabelScheme, ...] = (
     LabelScheme(
         name="annomi_talk_type",
@@ -230,6 +343,7 @@ SCHEMES: tuple[LabelScheme, ...] = (
             "sustain": "The client is voicing reasons to keep things as they are (about {topic}).",
         },
         find=_annomi_talk_type,
+        utterance_values=_annomi_values,
     ),
     LabelScheme(
         name="esconv_emotion_type",
@@ -243,11 +357,7 @@ SCHEMES: tuple[LabelScheme, ...] = (
             "*": "The seeker is feeling {value}.",
         },
         find=_esconv_emotion,
-        families={
-            "nervousness": "anxiety",
-            "depression": "sadness",
-            "pain": "sadness",
-        },
+        families=_synonym_families(EMOTION_NEAR_SYNONYMS),
         distractor_values=("anxiety", "depression", "sadness", "anger", "fear", "shame", "disgust"),
         prospective=False,
     ),
@@ -264,6 +374,7 @@ SCHEMES: tuple[LabelScheme, ...] = (
             "negative": "The persuadee feels negative about donating to the charity.",
         },
         find=_p4g_reaction,
+        utterance_values=_act_values(REACTION_ACTS),
     ),
     LabelScheme(
         name="p4g_donation_decision",
@@ -279,6 +390,8 @@ SCHEMES: tuple[LabelScheme, ...] = (
             "donating works.",
         },
         find=_p4g_decision,
+        check=_check_decision,
+        utterance_values=_act_values(DECISION_ACTS),
     ),
     LabelScheme(
         name="p4g_intended_donation",
@@ -291,17 +404,49 @@ SCHEMES: tuple[LabelScheme, ...] = (
             "nothing": "The persuadee intends to donate nothing.",
             "small": "The persuadee intends to donate a small amount, up to $0.50.",
             "moderate": "The persuadee intends to donate more than $0.50 but less than $2.",
-            "all": "The persuadee intends to donate $2 (their whole task payment) or more.",
+            "all": "The persuadee intends to donate $2 or more.",
         },
         find=_p4g_intended,
+        check=_check_intended,
         prospective=False,
     ),
 )
 
 
+class AnswerClasses(NamedTuple):
+    """The label values a retrospective template item's gold and options state."""
+
+    gold: str
+    options: tuple[str, ...]  # in stored option order
+
+
+def answer_classes(item: ToMItem) -> AnswerClasses | None:
+    """The label value of the gold and of every option (None for other than retrospective
+    template items). What the majority-answer baseline is computed on."""
+    if item.provenance.source is not Source.TEMPLATE or item.task is not Task.RETROSPECTIVE:
+        return None
+    scheme = _SCHEMES_BY_NAME.get(item.id.rsplit(":", 1)[-1])
+    if scheme is None:
+        return None
+    options = tuple(statement_value(scheme, option) for option in item.options)
+    return AnswerClasses(gold=options[item.gold_index], options=options)
+
+
+def statement_value(scheme: LabelScheme, text: str) -> str:
+    """The value whose statement ``text`` is (any topic); ``text`` itself when none is."""
+    for value, template in scheme.statements.items():
+        pattern = re.escape(template).replace(re.escape("{topic}"), ".*")
+        if value != "*" and re.fullmatch(pattern, text):
+            return value
+    return text  # a value stated by the "*" template
+
+
 def schemes_for(domain: Domain) -> list[LabelScheme]:
     """The label schemes of one domain."""
     return [s for s in SCHEMES if s.domain is domain]
+
+
+_SCHEMES_BY_NAME = {s.name: s for s in SCHEMES}
 
 
 # -- building items ------------------------------------------------------------
@@ -355,6 +500,7 @@ def retrospective_item(
     return ToMItem(
         id=item_id,
         task=Task.RETROSPECTIVE,
+        variant=Variant.BASE,
         domain=context.domain,
         attribute=scheme.attribute,
         initiator=context.initiator,
@@ -380,15 +526,42 @@ PROSPECTIVE_QUESTION = (
 )
 
 
+def opening_values(context: Context, scheme: LabelScheme) -> list[str]:
+    """The label values of the recipient's utterances shown in the opening after ``context``."""
+    lines = context.opening()
+    if lines is None or context.following is None or scheme.utterance_values is None:
+        return []
+    shown = continuation_text(lines)
+    values: list[str] = []
+    for utterance in context.following:
+        head = " ".join(utterance.text.split()[:6])
+        if utterance.role is Role.USER and head and head in shown:
+            values.extend(scheme.utterance_values(utterance))
+    return values
+
+
+def consistency(values: Sequence[str], profile_value: str) -> float:
+    """Share of the labelled recipient utterances of an option that carry the profile's value
+    (0 for an option without labelled recipient utterances)."""
+    return values.count(profile_value) / len(values) if values else 0.0
+
+
 def prospective_items(
     session: Sequence[Context],
     scheme: LabelScheme,
     golds: Sequence[Gold | None],
     seed: int = DEFAULT_SEED,
+    report: Counter[str] | None = None,
 ) -> list[ToMItem]:
-    """Prospective template items of one session (see the module docstring)."""
+    """Prospective template items of one session (see the module docstring).
+
+    An item is kept only when, by the corpus's own labels on the recipient's utterances in each
+    option (:func:`opening_values`), its gold is strictly more consistent with the profile than
+    every distractor; the others are counted in ``report``.
+    """
     openings = [c.opening() for c in session]
     texts = [continuation_text(o) if o else None for o in openings]
+    values = [opening_values(c, scheme) for c in session]
     items: list[ToMItem] = []
     for i, context in enumerate(session):
         gold, gold_text = golds[i], texts[i]
@@ -397,17 +570,24 @@ def prospective_items(
         distractors = _contrast_openings(i, gold.value, golds, texts)
         if not distractors:
             continue
+        if scheme.utterance_values is not None:
+            gold_score = consistency(values[i], gold.value)
+            if any(consistency(values[j], gold.value) >= gold_score for _, _, j in distractors):
+                if report is not None:
+                    report[f"{scheme.name}: {DROP_NOT_MOST_CONSISTENT}"] += 1
+                continue
         item_id = _item_id(context.id, Task.PROSPECTIVE, scheme)
-        options = [gold_text, *(text for _, text in distractors)]
+        options = [gold_text, *(text for _, text, _ in distractors)]
         random.Random(f"{seed}:{item_id}").shuffle(options)
         rationales = {
             text: template_rationale(scheme.label_field, value, gold.value)
-            for value, text in distractors
+            for value, text, _ in distractors
         }
         items.append(
             ToMItem(
                 id=item_id,
                 task=Task.PROSPECTIVE,
+                variant=Variant.BASE,
                 domain=context.domain,
                 attribute=scheme.attribute,
                 initiator=context.initiator,
@@ -427,22 +607,22 @@ def prospective_items(
 
 def _contrast_openings(
     i: int, value: str, golds: Sequence[Gold | None], texts: Sequence[str | None]
-) -> list[tuple[str, str]]:
+) -> list[tuple[str, str, int]]:
     """Per other label value, (value, the opening after a window ending in it nearest in
-    length)."""
+    length, that window's position)."""
     target = word_count(texts[i] or "")
-    best: dict[str, tuple[int, int, str]] = {}
+    best: dict[str, tuple[int, int, str, int]] = {}
     for j, (other, text) in enumerate(zip(golds, texts, strict=True)):
         if j == i or other is None or text is None or other.value == value:
             continue
-        rank = (abs(word_count(text) - target), abs(j - i), text)
+        rank = (abs(word_count(text) - target), abs(j - i), text, j)
         if other.value not in best or rank < best[other.value]:
             best[other.value] = rank
-    chosen: list[tuple[str, str]] = []
+    chosen: list[tuple[str, str, int]] = []
     seen = {option_key(texts[i] or "")}
-    for other_value, (_, _, text) in sorted(best.items()):
+    for other_value, (_, _, text, j) in sorted(best.items()):
         if option_key(text) not in seen:
-            chosen.append((other_value, text))
+            chosen.append((other_value, text, j))
             seen.add(option_key(text))
     return chosen
 
@@ -452,6 +632,8 @@ def build_template_items(
     *,
     tasks: Iterable[Task] = (Task.RETROSPECTIVE, Task.PROSPECTIVE),
     seed: int = DEFAULT_SEED,
+    annomi_votes: Mapping[UtteranceKey, UtteranceVotes] | None = None,
+    report: Counter[str] | None = None,
 ) -> list[ToMItem]:
     """Every template item of ``contexts`` (several sessions, in window order).
 
@@ -459,12 +641,16 @@ def build_template_items(
         contexts: Contexts from :func:`cogwm.tom.contexts.contexts_of`.
         tasks: Which tasks to build.
         seed: Seed of the distractor choices and option orders.
+        annomi_votes: AnnoMI's per-annotator votes (:func:`cogwm.corpora.annomi_annotators.load`):
+            a gold from an utterance the annotators split on evenly is dropped.
+        report: Counts of resolved golds and dropped items by reason (filled in).
     """
     wanted = set(tasks)
+    counts: Counter[str] = report if report is not None else Counter()
     items: list[ToMItem] = []
     for session in _sessions(contexts):
         for scheme in schemes_for(session[0].domain):
-            golds = _session_golds(session, scheme)
+            golds = _session_golds(session, scheme, annomi_votes, counts)
             if Task.RETROSPECTIVE in wanted:
                 items.extend(
                     retrospective_item(c, scheme, g, seed)
@@ -472,16 +658,44 @@ def build_template_items(
                     if g is not None
                 )
             if Task.PROSPECTIVE in wanted and scheme.prospective:
-                items.extend(prospective_items(session, scheme, golds, seed))
+                items.extend(prospective_items(session, scheme, golds, seed, counts))
     return items
 
 
-def _session_golds(session: Sequence[Context], scheme: LabelScheme) -> list[Gold | None]:
+def _session_golds(
+    session: Sequence[Context],
+    scheme: LabelScheme,
+    votes: Mapping[UtteranceKey, UtteranceVotes] | None,
+    report: Counter[str],
+) -> list[Gold | None]:
     golds = [scheme.find(c) for c in session]
     if scheme.name == "p4g_intended_donation":  # one value a session, on one window
         keep = intended_donation_window(session)
         golds = [g if k == keep else None for k, g in enumerate(golds)]
-    return golds
+    checked: list[Gold | None] = []
+    for context, gold in zip(session, golds, strict=True):
+        if gold is not None and votes is not None and _tied(context, gold, votes):
+            report[f"{scheme.name}: {DROP_ANNOMI_TIE}"] += 1
+            gold = None
+        if gold is not None and scheme.check is not None:
+            result = scheme.check(context, gold)
+            if isinstance(result, str):
+                report[f"{scheme.name}: {result}"] += 1
+                gold = None
+            else:
+                if result != gold:
+                    report[f"{scheme.name}: {RESOLVED_CONSIDERING}"] += 1
+                gold = result
+        checked.append(gold)
+    return checked
+
+
+def _tied(context: Context, gold: Gold, votes: Mapping[UtteranceKey, UtteranceVotes]) -> bool:
+    meta = context.dialogue.meta
+    if gold.utterance_id is None or not isinstance(meta, AnnoMIMeta):
+        return False
+    vote = votes.get(UtteranceKey(meta.transcript_id, gold.utterance_id))
+    return vote is not None and vote.tied
 
 
 def _sessions(contexts: Sequence[Context]) -> list[list[Context]]:

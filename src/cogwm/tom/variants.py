@@ -49,7 +49,7 @@ def _derived(
 
 
 def _base_prospective(items: Iterable[ToMItem]) -> list[ToMItem]:
-    return [i for i in items if i.task is Task.PROSPECTIVE and i.variant is Variant.HARD]
+    return [i for i in items if i.task is Task.PROSPECTIVE and i.is_base]
 
 
 # -- easy set ----------------------------------------------------------------
@@ -199,7 +199,7 @@ def make_open(
     refs = references or {}
     made: list[ToMItem] = []
     for item in items:
-        if item.task is not Task.RETROSPECTIVE or item.variant is not Variant.HARD:
+        if item.task is not Task.RETROSPECTIVE or not item.is_base:
             continue
         assert item.attribute is not None  # guaranteed for retrospective items
         extra = refs.get((item.provenance.window_id, item.attribute.value), [])
