@@ -12,26 +12,37 @@ Which label is *about* a window (the gold of the window's retrospective item):
   and desire, "change desire" in the MI task, is its closest single attribute). 3 options.
 - **ESConv** ``emotion_type`` (the seeker's self-report *before* the chat): only the session's
   *first window*, since later windows may already show a changed emotion. Attribute: emotion.
-  4 options; distractors come from other emotion *families* (anxiety/nervousness,
-  depression/sadness/pain are one family each, so a near-synonym is never a distractor) and only
-  from the values seekers chose at least 40 times.
+  4 options; distractors come from the values seekers chose at least 40 times, never a
+  near-synonym of the gold and never two near-synonyms together (:data:`EMOTION_NEAR_SYNONYMS`:
+  anxious / afraid / nervous, sad / depressed / hurt, ashamed / guilty).
 - **PersuasionForGood** persuadee acts ``ee_label_1``/``ee_label_2`` (trained annotators, the 300
   annotated dialogues): the persuadee's *last* donation-reaction act in the window
   (positive / neutral / negative reaction, attribute desire, 3 options) and their last donation
   decision act (agree, provide an amount or confirm = commits; disagree = declines;
   ask-donation-procedure = considering; attribute intention, 3 options).
   ``disagree-donation-more`` (declines to give *more*) sets no new value, as in LABELS.md.
+  Read against the session so far: asking how to donate after having agreed (or named an
+  amount) is ``commits``; a refusal after a pledge is ambiguous and dropped.
 - **PersuasionForGood** intended donation ``B5`` (annotated from the dialogue text, 217
-  persuadees): binned into $0 / up to $0.50 / under $2 / $2 (the whole task payment) or more, on
-  the window holding the persuadee's last donation-decision act (else the last window).
-  Attribute intention, 4 options.
+  persuadees): binned into $0 / up to $0.50 / under $2 / $2 or more, on the window holding the
+  persuadee's last donation-decision act (else the last window); dropped where the last amount
+  the persuadee states in a donation sentence falls in another bin. Attribute intention,
+  4 options.
+- **AnnoMI** golds from an utterance the annotators split on evenly (``AnnoMI-full.csv``) are
+  dropped when the per-annotator votes are given.
+
+Template items are tagged ``base`` (label-contrast distractors), not ``hard`` (adversarial).
+The majority-answer baseline of their statistics comes from :func:`answer_classes`.
 
 Prospective template items (AnnoMI and the two PersuasionForGood act schemes) show the
 recipient's label-derived profile at the end of window *i*; the gold is the opening of window
 *i+1*; each distractor is the opening of another window *j+1* of the *same* session whose window
 *j* ended in a *different* label value (one per other value, the one nearest in length), so
-topic cannot give the answer away but the profile can. ESConv has no per-window label, so it has
-no prospective template items; neither does the intended donation, which is one value a session.
+topic cannot give the answer away but the profile can. An item is kept only when, by the corpus's
+labels on the recipient's utterances shown in each option, its gold is strictly more consistent
+with the profile than every distractor (most MI items are not; the build reports the drops).
+ESConv has no per-window label, so it has no prospective template items; neither does the
+intended donation, which is one value a session.
 """
 
 from __future__ import annotations
