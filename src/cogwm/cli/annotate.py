@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +13,7 @@ import typer
 from cogwm.cli.common import DataDirOption, err_console, resolve_data_dir
 
 if TYPE_CHECKING:
+    from cogwm.annotate.quality import Figure
     from cogwm.annotate.runner import RunTotals
     from cogwm.annotate.store import AnnotationStore
     from cogwm.models import Model
@@ -51,6 +53,14 @@ def run_command(
         ),
     ] = False,
     profiles: Annotated[bool, typer.Option(help="Annotate user profiles too.")] = True,
+    extensions: Annotated[
+        bool,
+        typer.Option(
+            "--extensions",
+            help="Offer the lexicon's extension labels too (happiness, surprise, disgust, "
+            "neutral; the labels DailyDialog's human mapping uses).",
+        ),
+    ] = False,
     data_dir: DataDirOption = None,
     progress: Annotated[
         bool, typer.Option(help="Progress bar (off: one log line per dialogue).")
@@ -62,6 +72,10 @@ def run_command(
     from cogwm.annotate.store import AnnotationStore
     from cogwm.models import load
 
+    if extensions:
+        from cogwm.annotate.human.extensions import register
+
+        register()
     spec = corpora.get(corpus)
     task = tasks.for_corpus(spec.name)
     if task is None:
@@ -163,3 +177,105 @@ def export_command(
         f"{count} dialogues written to {out} · {totals.user_turns} user turns, "
         f"{totals.failed_turns} failed (unknown in the export)"
     )
+
+
+@app.command("quality-export")
+def quality_export_command(
+    db: DbOption,
+    out: Annotated[Path, typer.Option("--out", help="CSV judgment sheet to write.")],
+) -> None:
+    """Write the sheet a person fills in to judge the annotations (columns in the docs)."""
+    from cogwm.annotate.quality import judgment_sheet, write_sheet
+    from cogwm.annotate.store import AnnotationStore
+
+    with AnnotationStore(db, create=False) as store:
+        count = write_sheet(out, judgment_sheet(store.dialogues()))
+    err_console.print(f"{count} rows written to {out}")
+
+
+@app.command("quality")
+def quality_command(
+    db: DbOption,
+    human: Annotated[
+        Path | None,
+        typer.Option("--human", help="A filled judgment sheet (see quality-export)."),
+    ] = None,
+    data_dir: DataDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Agreement of the annotations in --db with people: the corpora's human labels (with a
+    data directory) and a filled judgment sheet (--human)."""
+    from cogwm.annotate.quality import against_human_labels, against_sheet, read_sheet
+    from cogwm.annotate.store import AnnotationStore
+    from cogwm.cli.common import print_json, resolve_data_dir
+
+    with AnnotationStore(db, create=False) as store:
+        stored = list(store.dialogues())
+        totals = store.totals()
+    figures = []
+    skipped: dict[str, str] = {}
+    if human is not None:
+        figures += against_sheet(read_sheet(human), str(human))
+    if data_dir is not None or human is None:
+        found, skipped = against_human_labels(stored, resolve_data_dir(data_dir))
+        figures += found
+    valid = totals.user_turns - totals.failed_turns
+    summary = {
+        "dialogues": totals.dialogues,
+        "user_turns": totals.user_turns,
+        "valid_turns": valid,
+        "valid_rate": valid / totals.user_turns if totals.user_turns else None,
+        "failed_summaries": totals.summary_failed,
+        "failures": totals.failures,
+        "seconds_per_dialogue": totals.elapsed_s / totals.dialogues if totals.dialogues else None,
+        "figures": [f.as_dict() for f in figures],
+        "not_scored": skipped,
+    }
+    if as_json:
+        print_json(summary)
+        return
+    _print_quality(summary, figures)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _print_quality(summary: Mapping[str, object], figures: list[Figure]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cogwm.cli.common import console as terminal
+
+    # Files, pipes and logs get a wide table instead of wrapped cells.
+    console = terminal if terminal.is_terminal else Console(width=160)
+
+    rate = summary["valid_rate"]
+    console.print(
+        f"{summary['dialogues']} dialogues · {summary['user_turns']} user turns · valid "
+        f"{_fmt(rate if isinstance(rate, float) else None)} · failed summaries "
+        f"{summary['failed_summaries']} · failures {summary['failures']}"
+    )
+    table = Table()
+    for column in ("corpus", "figure", "value", "95% CI", "n", "valid", "majority", "random"):
+        table.add_column(column)
+    for f in figures:
+        ci = f"[{f.ci[0]:.3f}, {f.ci[1]:.3f}]" if f.ci else "n/a"
+        table.add_row(
+            f.corpus,
+            f.name,
+            _fmt(f.value),
+            ci,
+            str(f.n),
+            _fmt(f.valid_rate),
+            _fmt(f.baselines.get("majority")),
+            _fmt(f.baselines.get("random")),
+        )
+    console.print(table)
+    for f in figures:
+        if f.note:
+            console.print(f"{f.corpus} {f.name}: {f.note}")
+    skipped = summary["not_scored"]
+    if isinstance(skipped, dict):
+        for corpus, why in skipped.items():
+            console.print(f"{corpus}: not scored against human labels: {why}")
