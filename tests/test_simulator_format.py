@@ -147,7 +147,7 @@ def test_the_fixed_instruction_stays_short() -> None:
 def test_the_arena_hashes_the_format_prompts() -> None:
     ids = {(p.id, p.version) for p in fixed_prompts()}
     assert (SIMULATOR_SYSTEM.id, SIMULATOR_SYSTEM.version) in ids
-    assert format_version().startswith("simulator.system@2")
+    assert format_version().startswith(f"simulator.system@{SIMULATOR_SYSTEM.version}")
 
 
 # ------------------------------------------------------------------------------ targets
@@ -266,6 +266,17 @@ def test_fit_output_reports_what_it_changed() -> None:
     assert {"items_dropped", "score_rounded", "utterance_fitted"} <= set(changes)
     clean, none = fit_output(_output(), ESC)
     assert none == [] and clean == _output()
+
+
+def test_scores_round_half_up_onto_the_integer_grid() -> None:
+    state = CognitiveState(
+        emotion=Emotion(label="fear", intensity=2),
+        beliefs=[StateItem(text="a", score=0.5), StateItem(text="b", score=1.5)],
+        intentions=[StateItem(text="c", score=2.7)],
+    )
+    fitted, _ = fit_output(WorldModelOutput(state=state), ESC)
+    assert [i.score for i in fitted.state.beliefs] == [1.0, 2.0]
+    assert fitted.state.intentions[0].score == 2.0  # clipped into the range
 
 
 def test_fit_text_cuts_at_a_sentence_then_a_word() -> None:

