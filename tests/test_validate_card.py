@@ -68,7 +68,14 @@ def _last_user_turn(messages: list[Message]) -> str:
 
 
 def scripted(messages: list[Message]) -> str:
-    text = _last_user_turn(messages)
+    prompt = next(m.content for m in messages if m.role == "user")
+    if "your reply" in prompt:  # prediction mode: a state and the turn after the history
+        state = json.loads(_state(_last_user_turn(messages)))
+        return json.dumps({**state, "utterance": "I am glad, really glad.", "leave": False})
+    return _state(_last_user_turn(messages))
+
+
+def _state(text: str) -> str:
     label, intensity = next(
         ((lab, i) for word, lab, i in EMOTIONS if word in text.lower()), ("confusion", 1)
     )
@@ -222,6 +229,31 @@ def test_unmeasured_parts_are_named_as_left_out(
     card = _card(scripted_model, data_dir, parts=["annomi", "esconv"])
     assert [p.name for p in card.parts] == ["annomi.direction"]
     assert "not implemented" in card.left_out["esconv"]
+
+
+def test_predict_mode_adds_the_utterance_tier(scripted_model: models.Model, data_dir: Path) -> None:
+    card = _card(scripted_model, data_dir, parts=["dailydialog"], modes=["understand", "predict"])
+    assert [(p.name, p.mode) for p in card.parts] == [
+        ("dailydialog.emotion", "understand"),
+        ("dailydialog.valence", "understand"),
+        ("dailydialog.emotion", "predict"),
+        ("dailydialog.valence", "predict"),
+    ]
+    distinct = card.figure("dailydialog.distinct_1[predict]")
+    assert distinct is not None
+    # All 9 predictions are "I am glad, really glad." (13a tokens: i am glad , really glad .):
+    # 6 distinct of 63.
+    assert distinct.value == pytest.approx(6 / 63)
+    rouge = card.figure("dailydialog.rouge_l[predict]")
+    assert rouge is not None and rouge.n == 9 and rouge.baselines.random is not None
+    len_ratio = card.figure("dailydialog.len_ratio[predict]")
+    assert len_ratio is not None and len_ratio.higher_is_better is None
+    # In prediction mode the simulator has not seen the turn: the state comes from the history.
+    understood = card.figure("dailydialog.emotion_accuracy[understand]")
+    predicted = card.figure("dailydialog.emotion_accuracy[predict]")
+    assert understood is not None and predicted is not None
+    assert understood.value != predicted.value
+    assert card.figure("dailydialog.rouge_l[understand]") is None
 
 
 def test_heldout_all_takes_every_annomi_transcript(

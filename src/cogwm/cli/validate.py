@@ -47,6 +47,16 @@ def validate(
             "or 'all' (only for simulators trained on none of them).",
         ),
     ] = "test",
+    mode: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mode",
+            help="understand (the real turn given, the state asked) and/or predict (state and "
+            "utterance asked; adds ROUGE-L, BLEU, LenR, Distinct-1); repeat or comma-separate. "
+            "Default: understand.",
+            show_default=False,
+        ),
+    ] = None,
     split_seed: Annotated[
         int, typer.Option("--split-seed", help="The seed the samples were split with.")
     ] = 0,
@@ -82,7 +92,8 @@ def validate(
         raise InputError("pass --model ADDRESS to measure a simulator, or --compare CARDS")
     if heldout not in HELDOUT_RULES:
         raise InputError(f"--heldout must be test or all, got {heldout!r}")
-    options = _Options(limit, seed, ablation, Heldout(heldout, split_seed), label, resamples)
+    modes = _split(mode) if mode else ["understand"]
+    options = _Options(limit, seed, ablation, Heldout(heldout, split_seed), modes, label, resamples)
     _measure(model, data_dir, parts, options, out, as_json)
 
 
@@ -91,6 +102,7 @@ class _Options(NamedTuple):
     seed: int
     ablation: str
     heldout: Heldout
+    modes: list[str]
     label: str | None
     resamples: int
 
@@ -106,10 +118,11 @@ def _measure(
     from cogwm import models
     from cogwm.simulator.validate import DEFAULT_PARTS, build_card, card_json, write_card
     from cogwm.simulator.validate.reader import check_ablation
-    from cogwm.simulator.validate.run import check_parts
+    from cogwm.simulator.validate.run import check_modes, check_parts
 
     names = check_parts(_split(parts) if parts else list(DEFAULT_PARTS))
     check_ablation(options.ablation)
+    check_modes(options.modes)
     if out is not None and out.exists() and out.is_dir():
         raise InputError(f"--out {out} is a directory")
     directory = resolve_data_dir(data_dir)
@@ -124,6 +137,7 @@ def _measure(
         resamples=options.resamples,
         ablation=options.ablation,
         heldout=options.heldout,
+        modes=options.modes,
         label=options.label,
         console=err_console,
     )
@@ -156,7 +170,7 @@ def _print_card(card: Card) -> None:
         ci = "-" if fig.ci_low is None or fig.ci_high is None else (
             f"[{fig.ci_low:.3f}, {fig.ci_high:.3f}]"
         )  # fmt: skip
-        arrow = "↑" if fig.higher_is_better else "↓"
+        arrow = {True: "↑", False: "↓", None: "→1"}[fig.higher_is_better]
         table.add_row(
             f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
             _num(fig.baselines.majority), _num(fig.baselines.random),

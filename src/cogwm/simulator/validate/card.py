@@ -51,7 +51,9 @@ class Figure(_Rec):
         description="Items whose simulator call gave no usable answer (how they count: 'note').",
     )
     baselines: Baselines = Field(default_factory=Baselines)
-    higher_is_better: bool = True
+    higher_is_better: bool | None = Field(
+        default=True, description="None: neither (the note says what is ideal, e.g. LenR 1)."
+    )
     note: str = ""
 
     @property

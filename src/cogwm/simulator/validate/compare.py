@@ -34,7 +34,7 @@ class Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: str
-    higher_is_better: bool
+    higher_is_better: bool | None
     majority: float | None
     random: float | None
     cells: list[Cell | None]
@@ -133,7 +133,7 @@ def text_rows(comparison: Comparison) -> list[list[str]]:
     """Table cells as text: metric, majority, random, then one cell per simulator."""
     rows = []
     for row in comparison.rows:
-        arrow = "↑" if row.higher_is_better else "↓"
+        arrow = {True: "↑", False: "↓", None: "→1"}[row.higher_is_better]
         mark = "" if row.same_items else " *"
         rows.append(
             [f"{row.key} {arrow}{mark}", _num(row.majority), _num(row.random)]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cogwm.metrics.aggregate import mean_estimate
+from cogwm.metrics.aggregate import mean_estimate, optional_mean
 from cogwm.simulator.validate.card import Baselines, Figure
 
 IntArray = npt.NDArray[np.intp]
@@ -259,3 +259,75 @@ def mae_figure(
         higher_is_better=False,
         note="failed calls left out",
     )
+
+
+def utterance_figures(
+    scope: Scope,
+    gold: Sequence[str],
+    predicted: Sequence[str | None],
+    groups: Sequence[Hashable],
+) -> list[Figure]:
+    """The utterance tier (prediction mode): ROUGE-L, BLEU-1, BLEU-4, LenR and Distinct-1.
+
+    Per-item metrics are means over the items whose call gave an utterance (failed calls left
+    out and counted). The random baseline scores each real utterance against the real utterance
+    of the next item (someone else's turn in the same set), which says how much of a score
+    plain topical and stylistic overlap earns; Distinct-1's is that of the real utterances.
+    """
+    from cogwm.metrics.text import distinct_1, utterance_scores
+
+    kept = [i for i, p in enumerate(predicted) if p is not None]
+    failed = len(predicted) - len(kept)
+    if not kept:
+        return []
+    scores = [utterance_scores(str(predicted[i]), gold[i]) for i in kept]
+    shuffled = [utterance_scores(gold[(i + 1) % len(gold)], gold[i]) for i in range(len(gold))]
+    kept_groups = [groups[i] for i in kept]
+    figures = []
+    for metric, higher in (
+        ("rouge_l", True),
+        ("bleu1", True),
+        ("bleu4", True),
+        ("len_ratio", None),
+    ):
+        values = [getattr(s, metric) for s in scores]
+        est = optional_mean(
+            values,
+            groups=kept_groups,
+            n_resamples=scope.settings.resamples,
+            confidence=scope.settings.confidence,
+            seed=scope.settings.seed,
+        )
+        base = [getattr(s, metric) for s in shuffled if getattr(s, metric) is not None]
+        figures.append(
+            scope.figure(
+                metric=metric,
+                value=None if est is None else est.mean,
+                ci_low=None if est is None else est.ci_low,
+                ci_high=None if est is None else est.ci_high,
+                n=0 if est is None else est.n,
+                n_failed=failed,
+                baselines=Baselines(random=float(np.mean(base)) if base else None),
+                higher_is_better=higher,
+                note="1 is ideal" if higher is None else "",
+            )
+        )
+    texts = [str(predicted[i]) for i in kept]
+
+    def distinct(idx: IntArray) -> float | None:
+        return distinct_1(texts[i] for i in idx).value
+
+    low, high = cluster_bootstrap(distinct, kept_groups, scope.settings)
+    figures.append(
+        scope.figure(
+            metric="distinct_1",
+            value=distinct_1(texts).value,
+            ci_low=low,
+            ci_high=high,
+            n=len(kept),
+            n_failed=failed,
+            baselines=Baselines(random=distinct_1(gold).value),
+            note="corpus ratio over all predictions; random: that of the real utterances",
+        )
+    )
+    return figures

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from cogwm.schema import CognitiveState
 from cogwm.schema.lexicon import valence, valence_table
-from cogwm.simulator.format import Mode
 from cogwm.simulator.validate.card import Figure
 from cogwm.simulator.validate.figures import (
     Scope,
@@ -51,7 +50,6 @@ class PartSpec:
 
     name: str
     corpus: str
-    mode: Mode
     description: str
     populations: Callable[[Path, Heldout], dict[str, Population]]
     score: Scorer
@@ -213,7 +211,6 @@ PARTS: dict[str, PartSpec] = {
     "dailydialog": PartSpec(
         name="dailydialog",
         corpus="dailydialog",
-        mode="understand",
         description="emotion accuracy and macro-F1 (anger/sadness/fear), valence AUROC",
         populations=_dailydialog_sets,
         score=_score_dailydialog,
@@ -221,7 +218,6 @@ PARTS: dict[str, PartSpec] = {
     "annomi": PartSpec(
         name="annomi",
         corpus="annomi",
-        mode="understand",
         description="change vs sustain AUROC of mean(B, D, I)",
         populations=_annomi_sets,
         score=_score_annomi,
@@ -229,7 +225,6 @@ PARTS: dict[str, PartSpec] = {
     "p4g": PartSpec(
         name="p4g",
         corpus="persuasionforgood",
-        mode="understand",
         description="commitment vs refusal AUROC, final intention vs donation AUROC",
         populations=_p4g_sets,
         score=_score_p4g,
@@ -242,5 +237,4 @@ NOT_YET: dict[str, str] = {
     "esconv": "ESConv emotion type, intensity MAE and known groups vs FailedESConv: not "
     "implemented yet",
     "judges": "judges vs human outcomes: not implemented yet",
-    "utterance": "utterance tier in prediction mode: not implemented yet",
 }

@@ -9,6 +9,7 @@ from contextlib import nullcontext
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple
 
 from rich.console import Console
 from rich.progress import (
@@ -26,10 +27,10 @@ from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.models.model import Model
 from cogwm.schema.lexicon import valence_table
-from cogwm.simulator.format import format_version
+from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
 from cogwm.simulator.validate.card import Card, Figure, PartInfo
-from cogwm.simulator.validate.figures import Scope, Settings
+from cogwm.simulator.validate.figures import Scope, Settings, utterance_figures
 from cogwm.simulator.validate.items import Heldout, Item, Population
 from cogwm.simulator.validate.parts import NOT_YET, PARTS, ItemSets, PartSpec, choose, union
 from cogwm.simulator.validate.reader import ABLATIONS, Reading, check_ablation, read_items
@@ -40,6 +41,8 @@ INPUT = (
     f"human-known state before the turn, the last {DEFAULT_HISTORY_TURNS} turns (and the real "
     "turn when understanding)"
 )
+#: The modes of the paper, in the order they run.
+MODES: tuple[Mode, ...] = ("understand", "predict")
 #: The parts measured when none are named.
 DEFAULT_PARTS: tuple[str, ...] = tuple(PARTS)
 
@@ -115,6 +118,7 @@ def build_card(
     resamples: int = DEFAULT_RESAMPLES,
     ablation: str = "none",
     heldout: Heldout = Heldout(),
+    modes: Sequence[str] = ("understand",),
     label: str | None = None,
     progress: bool = True,
     console: Console | None = None,
@@ -134,6 +138,8 @@ def build_card(
         resamples: Bootstrap resamples per interval.
         ablation: Input switch (:data:`~cogwm.simulator.validate.reader.ABLATIONS`).
         heldout: Which dialogues of corpora without an official split are items.
+        modes: ``understand`` (the real turn is given, the state is asked) and/or ``predict``
+            (state and utterance are asked; adds the utterance tier).
         label: Column name in comparisons (default: the address, with the ablation).
         progress: Draw a progress bar on stderr.
         console: Where the bar is drawn.
@@ -149,23 +155,21 @@ def build_card(
     extensions.register()
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
-    specs = [PARTS[n] for n in names if n in PARTS]
-    chosen: list[tuple[PartSpec, dict[str, Population], ItemSets]] = []
-    for spec in specs:
+    modes = check_modes(modes)
+    runs: list[_Run] = []
+    for spec in (PARTS[n] for n in names if n in PARTS):
         populations = spec.populations(data_dir, heldout)
-        chosen.append((spec, populations, choose(populations, limit, seed)))
+        sets = choose(populations, limit, seed)
+        runs.extend(_Run(spec, mode, populations, sets) for mode in modes)
     settings = Settings(resamples=resamples, seed=seed)
-    bar = _Bar(sum(len(union(sets)) for *_, sets in chosen), progress, console)
+    bar = _Bar(sum(len(union(run.sets)) for run in runs), progress, console)
     infos: list[PartInfo] = []
     figures: list[Figure] = []
     with bar.progress if bar.progress is not None else nullcontext():
-        all_readings = asyncio.run(_read_all(model, chosen, bar, seed=seed, ablation=ablation))
-    for (spec, populations, sets), readings in zip(chosen, all_readings, strict=True):
-        by_id = {item.id: r for item, r in zip(union(sets), readings, strict=True)}
-        figures.extend(spec.score(Scope(spec.name, spec.mode, settings), sets, by_id))
-        infos.extend(
-            _part_info(spec, name, populations[name], items, by_id) for name, items in sets.items()
-        )
+        all_readings = asyncio.run(_read_all(model, runs, bar, seed=seed, ablation=ablation))
+    for run, readings in zip(runs, all_readings, strict=True):
+        figures.extend(_score(run, readings, settings))
+        infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     return Card(
         label=label or (address if ablation == "none" else f"{address} ({ablation})"),
         model=address,
@@ -185,19 +189,52 @@ def build_card(
     )
 
 
+class _Run(NamedTuple):
+    """One part read in one mode."""
+
+    spec: PartSpec
+    mode: Mode
+    populations: dict[str, Population]
+    sets: ItemSets
+
+
+def check_modes(modes: Sequence[str]) -> list[Mode]:
+    """The modes, deduplicated in order.
+
+    Raises:
+        InputError: None, or one that is neither ``understand`` nor ``predict``.
+    """
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise InputError(f"modes must be understand and/or predict, got {', '.join(modes)}")
+    return [m for m in MODES if m in modes]
+
+
+def _score(run: _Run, readings: Mapping[str, Reading], settings: Settings) -> list[Figure]:
+    """The part's figures, plus the utterance tier in prediction mode (on all its items)."""
+    scope = Scope(run.spec.name, run.mode, settings)
+    figures = run.spec.score(scope, run.sets, readings)
+    if run.mode == "predict":
+        items = union(run.sets)
+        figures += utterance_figures(
+            scope,
+            [i.utterance for i in items],
+            [readings[i.id].utterance for i in items],
+            [i.dialogue_id for i in items],
+        )
+    return figures
+
+
 def _part_info(
-    spec: PartSpec,
-    name: str,
-    population: Population,
-    items: list[Item],
-    readings: Mapping[str, Reading],
+    run: _Run, name: str, items: list[Item], readings: Mapping[str, Reading]
 ) -> PartInfo:
+    spec, population = run.spec, run.populations[name]
     return PartInfo(
         name=f"{spec.name}.{name}",
         corpus=population.corpus,
         split=population.split,
         selection=population.selection,
-        mode=spec.mode,
+        mode=run.mode,
         n_items=len(items),
         n_population=len(population.items),
         n_dialogues=len({item.dialogue_id for item in items}),
@@ -207,20 +244,15 @@ def _part_info(
 
 
 async def _read_all(
-    model: Model,
-    chosen: Sequence[tuple[PartSpec, dict[str, Population], ItemSets]],
-    bar: _Bar,
-    *,
-    seed: int,
-    ablation: str,
-) -> list[list[Reading]]:
-    """Every part's readings, part after part, in one event loop."""
+    model: Model, runs: Sequence[_Run], bar: _Bar, *, seed: int, ablation: str
+) -> list[dict[str, Reading]]:
+    """Every run's readings by item id, run after run, in one event loop."""
     out = []
-    for spec, _, sets in chosen:
-        bar.part(spec.name)
-        out.append(
-            await read_items(
-                model, union(sets), spec.mode, seed=seed, ablation=ablation, on_done=bar.done
-            )
+    for run in runs:
+        bar.part(f"{run.spec.name} ({run.mode})")
+        items = union(run.sets)
+        readings = await read_items(
+            model, items, run.mode, seed=seed, ablation=ablation, on_done=bar.done
         )
+        out.append({item.id: r for item, r in zip(items, readings, strict=True)})
     return out
