@@ -83,6 +83,15 @@ def test_run_report_and_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert {a["arm"] for a in report["agents"]} == {"warm/no_cot", "solver/no_cot", "cold/no_cot"}
     assert set(report["typology"]) == {"warm/no_cot", "solver/no_cot", "cold/no_cot"}
     assert len(report["cts_differences"]) == 3
+    assert len(report["power"]["contrasts"]) == 3 and report["power"]["detect"] is None
+
+    assert cogwm("arena", "report", "--db", str(full), "--json", "--detect", "0.1") == 0
+    power = json.loads(capsys.readouterr().out)["power"]
+    assert power["detect"] == 0.1
+    for contrast in power["contrasts"]:
+        assert contrast["n_shared"] == 4 and contrast["needed_detect"] >= 2
+    assert cogwm("arena", "report", "--db", str(full), "--detect", "-1") == 2
+    capsys.readouterr()
     assert report["warnings"] and "One model plays both sides" in report["warnings"][0]
 
     assert cogwm("arena", "report", "--db", str(full), "--csv") == 0
@@ -93,6 +102,7 @@ def test_run_report_and_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cogwm("arena", "report", "--db", str(full), "--plots", str(plots)) == 0
     out = capsys.readouterr().out
     assert "Agents, trajectory (paper Table 6" in out and "Per task" in out
+    assert "Scenarios needed for 80% power" in out
     assert (plots / "correlations.png").exists() and (plots / "trajectories_PD.png").exists()
 
     shards = [tmp_path / f"s{i}.sqlite" for i in (1, 2)]

@@ -202,3 +202,21 @@ def test_pass_k_needs_every_trial_good() -> None:
     found = pass_k(convs, 3)
     assert found is not None and (found.value, found.scenarios) == (0.5, 2)
     assert pass_k(convs, 1) is None
+
+
+@pytest.mark.parametrize(("effect", "expected"), [(0.5, 34), (0.8, 15), (0.2, 199)])
+def test_scenarios_needed_match_the_paired_t_test_tables(effect: float, expected: int) -> None:
+    # Paired t-test, two-sided 5%, 80% power: n = 34, 15 and 199 for effect sizes .5, .8, .2
+    # (Cohen's tables; G*Power gives the same).
+    from cogwm.report.tables import scenarios_needed
+
+    assert scenarios_needed(1.0, effect) == expected
+    assert scenarios_needed(0.3, 0.3 * effect) == expected  # only the ratio matters
+    assert scenarios_needed(0.3, -0.3 * effect) == expected
+
+
+def test_scenarios_needed_is_undefined_without_a_difference() -> None:
+    from cogwm.report.tables import scenarios_needed
+
+    assert scenarios_needed(1.0, 0.0) is None
+    assert scenarios_needed(0.0, 0.2) == 2

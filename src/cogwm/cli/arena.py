@@ -95,8 +95,17 @@ def report_command(
     ] = "zero",
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    detect: Annotated[
+        float | None,
+        typer.Option(
+            "--detect",
+            min=0.0,
+            help="A CTS difference D: also print the scenarios needed to detect D at 80% power.",
+        ),
+    ] = None,
 ) -> None:
-    """Tables (Table 6, per task, discriminability, typology, correlations) and plots of a run."""
+    """Tables (Table 6, per task, discriminability, typology, correlations, scenarios needed
+    for 80% power) and plots of a run."""
     from cogwm.errors import InputError
     from cogwm.report import build_report, load_run, render, to_csv, to_json, write_plots
     from cogwm.store import RunStore
@@ -107,7 +116,9 @@ def report_command(
         raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
     with RunStore(db, create=False) as store:
         data = load_run(store, empty=empty)
-    report = build_report(data, n_resamples=resamples, seed=seed)
+    if detect is not None and detect <= 0:
+        raise InputError(f"--detect must be a positive CTS difference, got {detect:g}")
+    report = build_report(data, n_resamples=resamples, seed=seed, detect=detect)
     if as_json:
         print_json(to_json(report))
     elif as_csv:

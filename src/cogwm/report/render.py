@@ -78,6 +78,8 @@ def render(report: ArenaReport, console: Console) -> None:
     console.print(_task_table(report))
     console.print(_discriminability(report))
     console.print(_differences(report))
+    if report.power:
+        console.print(_power(report))
     if report.typology is not None:
         console.print(
             "Typology: " + ", ".join(f"{arm} {kind}" for arm, kind in report.typology.items())
@@ -147,6 +149,31 @@ def _table6(report: ArenaReport) -> list[Table]:
 def _pass_k(row: ArmRow) -> str:
     found = row.go_pass_k
     return "–" if found is None else f"{100 * found.value:.0f}\n({found.scenarios} sc.)"
+
+
+def _power(report: ArenaReport) -> Table:
+    detect = "" if report.detect is None else f" and for a difference of {report.detect:g}"
+    table = _table(
+        "Scenarios needed for 80% power (paired CTS, two-sided 5%): for the observed "
+        f"difference{detect}"
+    )
+    for header in ("a − b", "shared", "diff", "SD"):
+        table.add_column(header, justify="right" if header != "a − b" else "left")
+    table.add_column("needed (observed)", justify="right")
+    if report.detect is not None:
+        table.add_column(f"needed (D={report.detect:g})", justify="right")
+    for row in report.power:
+        cells = [
+            f"{row.agent_a} − {row.agent_b}",
+            str(row.n_shared),
+            _number(row.difference, True),
+            "–" if row.sd is None else _number(row.sd, False),
+            "–" if row.needed_observed is None else f"{row.needed_observed:,}",
+        ]
+        if report.detect is not None:
+            cells.append("–" if row.needed_detect is None else f"{row.needed_detect:,}")
+        table.add_row(*cells)
+    return table
 
 
 def _mean(estimate: MeanEstimate | None) -> float:
@@ -259,6 +286,11 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
         ],
         "discriminability": {t: d._asdict() for t, d in report.discriminability.items()},
         "typology": report.typology,
+        "power": {
+            "level": 0.8,
+            "detect": report.detect,
+            "contrasts": [p._asdict() for p in report.power],
+        },
         "cts_differences": [
             {
                 "a": d.agent_a,

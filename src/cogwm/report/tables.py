@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import statistics
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -73,6 +75,18 @@ class PassK(NamedTuple):
     scenarios: int  # scenarios with all k trials judged
 
 
+class PowerRow(NamedTuple):
+    """How many scenarios a paired CTS contrast needs for 80% power (two-sided, 5%)."""
+
+    agent_a: str
+    agent_b: str
+    n_shared: int
+    difference: float  # observed mean paired difference a - b
+    sd: float | None  # standard deviation of the per-scenario differences
+    needed_observed: int | None  # to detect the observed difference (None: undefined)
+    needed_detect: int | None  # to detect the --detect difference (None: not asked)
+
+
 class ArmRow(NamedTuple):
     """One agent x condition row of Table 6."""
 
@@ -118,6 +132,8 @@ class ArenaReport(NamedTuple):
     tokens: int
     cost_usd: float
     agent_failures: int = 0
+    power: list[PowerRow] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+    detect: float | None = None
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -282,6 +298,67 @@ def cts_differences(
     ]
 
 
+#: Power and significance level of the scenario counts.
+POWER = 0.8
+ALPHA = 0.05
+
+
+def scenarios_needed(sd: float, difference: float, *, power: float = POWER) -> int | None:
+    """Scenarios a paired t-test needs to detect ``difference`` at ``power`` (two-sided, 5%).
+
+    Solved by iterating n = ((t_{1-a/2, n-1} + t_{power, n-1}) * sd / difference)^2 from the
+    normal approximation; None when the difference is 0 or the spread is undefined.
+    """
+    from scipy import stats
+
+    if not math.isfinite(sd) or sd <= 0 or difference == 0:
+        return None if difference == 0 or not math.isfinite(sd) else 2
+    ratio = sd / abs(difference)
+    z = float(stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(power))
+    n = max(2.0, (z * ratio) ** 2)
+    for _ in range(100):
+        t = float(stats.t.ppf(1 - ALPHA / 2, n - 1) + stats.t.ppf(power, n - 1))
+        updated = max(2.0, (t * ratio) ** 2)
+        if abs(updated - n) < 1e-6:
+            break
+        n = updated
+    return math.ceil(n - 1e-9)
+
+
+def power_rows(data: RunData, detect: float | None = None) -> list[PowerRow]:
+    """Per pair of arms: scenarios needed for the observed paired CTS difference and for
+    ``detect``, from the spread of the per-scenario differences (trials averaged)."""
+    rows = [
+        (c.arm, c.scenario_key, v)
+        for c in data.conversations
+        if (v := c.metrics.get("cts")) is not None
+    ]
+    if not rows:
+        return []
+    table = scenario_table(rows)
+    found: list[PowerRow] = []
+    for a, b in itertools.combinations(table.agents, 2):
+        va = table.values[table.agents.index(a)]
+        vb = table.values[table.agents.index(b)]
+        diffs = [x - y for x, y in zip(va, vb, strict=True) if math.isfinite(x - y)]
+        if not diffs:
+            continue
+        mean = sum(diffs) / len(diffs)
+        sd = statistics.stdev(diffs) if len(diffs) > 1 else None
+        found.append(
+            PowerRow(
+                a,
+                b,
+                len(diffs),
+                mean,
+                sd,
+                None if sd is None else scenarios_needed(sd, mean),
+                None if sd is None or detect is None else scenarios_needed(sd, detect),
+            )
+        )
+    return found
+
+
 def correlations(data: RunData) -> CorrelationMatrix | None:
     """Pearson correlations of the trajectory metrics over all finished conversations."""
     if len(data.conversations) < 3:
@@ -290,8 +367,10 @@ def correlations(data: RunData) -> CorrelationMatrix | None:
     return correlation_matrix(columns)
 
 
-def build_report(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> ArenaReport:
-    """All tables of a run."""
+def build_report(
+    data: RunData, *, n_resamples: int = 2000, seed: int = 0, detect: float | None = None
+) -> ArenaReport:
+    """All tables of a run (``detect``: a CTS difference to size the scenario counts for)."""
     arms = arm_rows(data, n_resamples=n_resamples, seed=seed)
     config: dict[str, Any] = json.loads(data.run.config_json)
     return ArenaReport(
@@ -313,4 +392,6 @@ def build_report(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> Ar
         tokens=data.calls.prompt_tokens + data.calls.completion_tokens,
         cost_usd=data.calls.cost_usd,
         agent_failures=sum(data.agent_failures.values()),
+        power=power_rows(data, detect),
+        detect=detect,
     )
