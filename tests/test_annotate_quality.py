@@ -138,3 +138,23 @@ def test_pipeline_on_the_fake_backend(tmp_path: Path, fixtures_dir: Path) -> Non
     assert kappa["n"] > 0 and kappa["valid_rate"] == 1.0 and "majority" in kappa["baselines"]
     assert ("persuasionforgood", "intention AUROC") in by_name
     assert report["valid_rate"] == 1.0 and report["dialogues"] >= 3
+
+
+def test_bounds_and_scores_put_a_dimension_high_or_low() -> None:
+    from cogwm.annotate.quality import human_class
+    from cogwm.schema.partial import Constraint
+    from cogwm.schema.state import Dimension
+
+    def bound(relation: str, value: float) -> PartialState:
+        constraint = Constraint(
+            target="intention",
+            relation=relation,  # type: ignore[arg-type]
+            value=value,
+            origin=HUMAN,
+        )
+        return PartialState(constraints=[constraint])
+
+    assert human_class(bound("at_least", 1.5), Dimension.INTENTION) is True
+    assert human_class(bound("at_most", 0.5), Dimension.INTENTION) is False
+    assert human_class(bound("at_least", 1.5), Dimension.DESIRE) is None
+    assert human_class(PartialState(), Dimension.INTENTION) is None

@@ -5,8 +5,9 @@ Two yardsticks:
 1. **The corpora's human labels** (:func:`cogwm.annotate.human.labelled_dialogues`), where they
    overlap with the annotated turns: emotion agreement (Cohen's kappa, accuracy, intensity
    Spearman) wherever a human emotion is known (DailyDialog's expert labels, ESConv's
-   self-reports), score AUROC per dimension where human items carry a score (PersuasionForGood
-   commitment: agree/provide-amount turns >= 1.5 against disagree turns <= 0.5), and direction
+   self-reports), score AUROC per dimension where human items or bounds put it high or low
+   (PersuasionForGood commitment: agree/provide-amount/confirm turns, bound >= 1.5, against
+   disagree turns, bound <= 0.5), and direction
    AUROC where the labels are directions (AnnoMI change +1 vs sustain -1, predicted by the mean
    B/D/I score of the turn).
 2. **A sheet of human judgments** (:func:`judgment_sheet` writes it, a person fills it, see
@@ -303,17 +304,36 @@ def _ranked_with_misses(
     return [(y, s if s is not None else (low - 1 if y else high + 1)) for y, s in pairs]
 
 
+def human_class(state: PartialState, dimension: Dimension) -> bool | None:
+    """Whether the human state puts a dimension high (True), low (False) or says neither.
+
+    High: an item score or an ``at_least`` bound of 1.5 or more (P4G agree/provide-amount);
+    low: a score or an ``at_most`` bound of 0.5 or less (P4G disagree).
+    """
+    for constraint in state.constraints:
+        if constraint.target != dimension.value:
+            continue
+        if constraint.relation == "at_least" and constraint.value >= POSITIVE_AT_LEAST:
+            return True
+        if constraint.relation == "at_most" and constraint.value <= NEGATIVE_AT_MOST:
+            return False
+    level = _level(state, dimension)
+    if level is None or NEGATIVE_AT_MOST < level < POSITIVE_AT_LEAST:
+        return None
+    return level >= POSITIVE_AT_LEAST
+
+
 def score_figures(corpus: str, turns: Sequence[_Turn]) -> list[Figure]:
-    """Per dimension: AUROC of the LLM's score at human-scored turns (>= 1.5 vs <= 0.5)."""
+    """Per dimension: AUROC of the LLM's score at turns a human puts high or low."""
     figures = []
     for dimension in BDI:
         rows: list[tuple[str, bool, float | None, bool]] = []
         for t in turns:
-            human = _level(t.human, dimension)
-            if human is None or NEGATIVE_AT_MOST < human < POSITIVE_AT_LEAST:
+            positive = human_class(t.human, dimension)
+            if positive is None:
                 continue
             predicted = _level(t.llm, dimension) if t.llm is not None else None
-            rows.append((t.dialogue, human >= POSITIVE_AT_LEAST, predicted, t.llm is not None))
+            rows.append((t.dialogue, positive, predicted, t.llm is not None))
         if rows:
             figures.append(_auroc_figure(f"{dimension.value} AUROC", corpus, rows))
     return figures
