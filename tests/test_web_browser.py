@@ -5,7 +5,10 @@ test's temporary folder."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -215,3 +218,65 @@ def test_play_three_turns_and_live(tmp_path: Path, page: Any) -> None:
     with RunStore(play, create=False) as store:
         (row,) = store.conversations()
     assert row.agent == "human:browser"
+
+
+class ServedProcess:
+    """``cogwm serve`` in its own process (the embedded model runs in the server's process)."""
+
+    def __init__(self, *args: str, port: int, env: dict[str, str]) -> None:
+        self.port = port
+        self.command = [sys.executable, "-m", "cogwm.cli.main", "serve", "--port", str(port), *args]
+        self.env = env
+
+    def __enter__(self) -> ServedProcess:
+        self.process = subprocess.Popen(self.command, env=self.env)
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"cogwm serve exited with {self.process.returncode}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            if time.monotonic() > deadline:
+                raise AssertionError("cogwm serve did not start")
+            time.sleep(0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
+
+
+@pytest.mark.integration
+def test_play_three_turns_on_the_embedded_model(tmp_path: Path, page: Any) -> None:
+    play = tmp_path / "play.sqlite"
+    port = free_port()
+    env = {**os.environ, "COGWM_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("--model", "llamacpp:smollm2", "--play-db", str(play), "--max-rounds", "6")
+    with ServedProcess(*args, port=port, env=env) as served:
+        page.goto(f"http://127.0.0.1:{port}/play")
+        page.wait_for_selector("body[data-ready='1']")
+        page.select_option("#task", "ESC")
+        page.click("#start")
+        page.wait_for_selector("#dialogue:not(.hidden), #error:not(:empty)", timeout=180_000)
+        assert page.inner_text("#error") == "", f"server: {served.process.poll()}"
+        opening = int(page.get_attribute("body", "data-turns"))
+        for n, text in enumerate(
+            (
+                "That sounds really hard. How are you feeling right now?",
+                "It makes sense to feel worried about rent. What support do you have?",
+                "Would it help to make a short plan for the next week together?",
+            )
+        ):
+            page.fill("#text", text)
+            page.click("#send")
+            page.wait_for_selector(
+                f"body[data-turns='{opening + 2 * (n + 1)}'], #error:not(:empty)", timeout=180_000
+            )
+            assert page.inner_text("#error") == "", f"server: {served.process.poll()}"
+            assert page.locator("#state .state .emo").count() == 1
+        page.screenshot(path=str(tmp_path / "play-embedded.png"))
+        assert served.process.poll() is None
+    with RunStore(play, create=False) as store:
+        (row,) = store.conversations()
+        user_states = [t for t in store.turns(row.id) if t.role == "user" and t.state_json]
+    assert row.agent == "human:guest" and len(user_states) == 4
