@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cogwm.cli.tom import app
+from cogwm.errors import InputError
 from cogwm.tom.items import read_items
 from helpers_tom import tom_data_dir
 
@@ -163,3 +164,24 @@ def test_eval_circular_reports_plain_and_circular_rates(tmp_path: Path) -> None:
     assert out["position_bias"][0]["answers"] == 6 * 4
     stats = _json("stats", "--db", db)
     assert stats["circular"] == out["circular"]
+
+
+def test_eval_injection_with_model_masking(tmp_path: Path) -> None:
+    from cogwm.tom.items import write_items
+    from cogwm.tom.store import ToMStore
+    from helpers_tom import mc_item
+
+    items = tmp_path / "items.jsonl"
+    write_items(items, [mc_item(f"x:{k}#w0:retro:t") for k in range(3)])
+    db = tmp_path / "runs.sqlite"
+    out = _json("eval", str(items), "--model", "fake:schema", "--db", str(db),
+                "--inject-from", "fake:echo", "--mask-with", "fake:schema")  # fmt: skip
+    assert out["answered"] == 3
+    with ToMStore(db) as store:
+        masks = store.masks("fake:echo", 0, "fake:schema")
+        conditions = {a.condition for a in store.scored_answers()}
+    assert len(masks) == 3 and {path for _, path in masks.values()} <= {"model", "model+regex"}
+    assert conditions == {"injected:fake:echo|masked-by:fake:schema"}
+    bad = runner.invoke(app, ["eval", str(items), "--model", "fake:schema", "--db", str(db),
+                              "--mask-with", "fake:schema"])  # fmt: skip
+    assert isinstance(bad.exception, InputError) and "--inject-from" in str(bad.exception)

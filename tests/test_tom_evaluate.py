@@ -254,3 +254,61 @@ def test_circular_scoring_keeps_a_model_that_knows_the_answer(store: ToMStore) -
     assert summary.rotated == 3
     assert all(a.circular is True for a in store.scored_answers())
     assert len(store.rotations(summary.run_id)) == 3 * 3
+
+
+def test_model_masking_is_shown_checked_and_its_path_recorded(store: ToMStore) -> None:
+    from cogwm.tom.evaluate import mask_reasoning
+
+    items = _items(3)
+    models.register_fake(FAKE, ["Option B is right: she wants to quit."] * 3)
+    teacher = f"fake:{FAKE}"
+    asyncio.run(teacher_reasoning(items, models.load(teacher), store))
+    rewrites = iter(
+        [
+            "She wants to quit, which one option captures.",  # clean: shown as written
+            "Option C fits because she wants to quit.",  # a letter left: the regex masks it
+        ]
+    )
+
+    def masker(messages: list[Message]) -> str:
+        assert "Option B is right" in messages[-1].content  # the masker sees the raw reasoning
+        return next(rewrites)
+
+    models.register_fake("tom-masker", masker, logprobs=False, full_logits=False)
+    failing = models.load("fake:tom-masker", faults={"server_error": 1.0}, max_attempts=1)
+    try:
+        first = asyncio.run(
+            mask_reasoning(items[:2], teacher, models.load("fake:tom-masker"), store, concurrency=1)
+        )
+        # the third item: the masking model fails, the regular expressions stand in
+        fallback = asyncio.run(mask_reasoning(items, teacher, failing, store))
+    finally:
+        models.unregister_fake("tom-masker")
+    assert first == {"model": 1, "model+regex": 1}
+    masks = store.masks(teacher, 0, "fake:tom-masker")
+    assert masks[items[0].id] == ("She wants to quit, which one option captures.", "model")
+    assert masks[items[1].id] == (f"{MASK} fits because she wants to quit.", "model+regex")
+    assert fallback == {"regex (model failed)": 1}
+    assert store.masks(teacher, 0, failing.spec)[items[2].id][1] == "regex (model failed)"
+
+    seen: list[str] = []
+
+    def student(messages: list[Message]) -> str:
+        seen.append(messages[-1].content)
+        return "A"
+
+    models.register_fake("tom-student", student, logprobs=False, full_logits=False)
+    try:
+        summary = asyncio.run(
+            evaluate(items[:2], models.load("fake:tom-student"), store,
+                     condition=injected_condition(teacher, "fake:tom-masker"),
+                     teacher=teacher, masker="fake:tom-masker")
+        )  # fmt: skip
+    finally:
+        models.unregister_fake("tom-student")
+    assert summary.answered == 2
+    assert any("which one option captures" in text for text in seen)
+    assert not any("Option B" in text or "Option C" in text for text in seen)
+    assert {a.condition for a in store.scored_answers()} == {
+        f"injected:{teacher}|masked-by:fake:tom-masker"
+    }

@@ -580,6 +580,15 @@ def eval_command(
         str | None,
         typer.Option("--inject-from", help="Teacher model: show its masked reasoning to --model."),
     ] = None,
+    mask_with: Annotated[
+        str | None,
+        typer.Option(
+            "--mask-with",
+            help="With --inject-from: a model masks the option references in the teacher's "
+            "reasoning (as the paper does); default: regular expressions. The masking path is "
+            "recorded per item.",
+        ),
+    ] = None,
     circular: Annotated[
         bool,
         typer.Option(
@@ -612,16 +621,28 @@ def eval_command(
         items = items[:limit]
     if not items:
         raise InputError(f"{items_path}: no items")
-    condition = injected_condition(inject_from) if inject_from else PLAIN
+    if mask_with is not None and inject_from is None:
+        raise InputError("--mask-with needs --inject-from (it masks the teacher's reasoning)")
+    condition = injected_condition(inject_from, mask_with) if inject_from else PLAIN
     with open_store(db) as store:
         if inject_from is not None:
             _teacher(items, inject_from, store, seed, concurrency, base_url)
+        if inject_from is not None and mask_with is not None:
+            _mask(items, inject_from, mask_with, store, seed, concurrency, base_url)
         summary = _evaluate(
             items,
             model,
             store,
             _EvalOptions(
-                seed, condition, inject_from, resume, circular, history, concurrency, base_url
+                seed,
+                condition,
+                inject_from,
+                mask_with,
+                resume,
+                circular,
+                history,
+                concurrency,
+                base_url,
             ),
         )
         rows = _run_rates(store, summary.run_id)
@@ -657,10 +678,39 @@ def _teacher(
         )
 
 
+def _mask(
+    items: list[ToMItem],
+    teacher: str,
+    spec: str,
+    store: ToMStore,
+    seed: int,
+    concurrency: int,
+    base_url: str | None,
+) -> None:
+    from cogwm.tom.evaluate import mask_reasoning
+
+    masker = _load_model(spec, base_url)
+
+    async def run(advance: Callable[[], None]) -> Counter[str]:
+        try:
+            return await mask_reasoning(
+                items, teacher, masker, store, seed=seed, concurrency=concurrency,
+                on_progress=advance,
+            )  # fmt: skip
+        finally:
+            await masker.aclose()
+
+    with _progress(f"masking the reasoning with {spec}", len(items)) as advance:
+        paths = asyncio.run(run(advance))
+    if paths:
+        err_console.print(f"masking paths: {dict(paths)}", markup=False)
+
+
 class _EvalOptions(NamedTuple):
     seed: int
     condition: str
     teacher: str | None
+    masker: str | None
     resume: bool
     circular: bool
     history: str
@@ -682,6 +732,7 @@ def _evaluate(items: list[ToMItem], spec: str, store: ToMStore, options: _EvalOp
                 seed=options.seed,
                 condition=options.condition,
                 teacher=options.teacher,
+                masker=options.masker,
                 resume=options.resume,
                 circular=options.circular,
                 history=options.history,

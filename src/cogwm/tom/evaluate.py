@@ -38,6 +38,7 @@ from cogwm.tom.prompts import (
     HISTORY_WINDOW,
     PROMPT_VERSION,
     Presentation,
+    masking_messages,
     mc_messages,
     open_messages,
     permutation,
@@ -51,9 +52,22 @@ OPEN_SAMPLING = Sampling(temperature=0.0, max_tokens=120)
 REASONING_SAMPLING = Sampling(temperature=0.0, max_tokens=400)
 
 
-def injected_condition(teacher: str) -> str:
-    """The condition name of answers given with ``teacher``'s masked reasoning."""
-    return f"injected:{teacher}"
+#: Masking paths recorded per item: the model's rewrite as it was, the rewrite with references
+#: the regular expressions still found masked, and the regular expressions alone (no model, or
+#: the model call failed).
+MASK_PATH_MODEL = "model"
+MASK_PATH_MODEL_REGEX = "model+regex"
+MASK_PATH_REGEX = "regex"
+MASK_PATH_FALLBACK = "regex (model failed)"
+MASKING_SAMPLING = Sampling(temperature=0.0, max_tokens=500)
+
+
+def injected_condition(teacher: str, masker: str | None = None) -> str:
+    """The condition name of answers given with ``teacher``'s masked reasoning.
+
+    ``masker`` is the model that masked it (None: the regular expressions).
+    """
+    return f"injected:{teacher}" if masker is None else f"injected:{teacher}|masked-by:{masker}"
 
 
 def run_id_for(
@@ -126,6 +140,7 @@ async def evaluate(
     seed: int = 0,
     condition: str = PLAIN,
     teacher: str | None = None,
+    masker: str | None = None,
     resume: bool = False,
     circular: bool = False,
     history: str = HISTORY_WINDOW,
@@ -142,6 +157,8 @@ async def evaluate(
         condition: ``plain``, or ``injected:<teacher>`` (then ``teacher`` is required and its
             stored reasoning is shown).
         teacher: The teacher model of an injection run.
+        masker: The model whose masking of the teacher's reasoning is shown (stored by
+            :func:`mask_reasoning`); None shows the regular-expression masking.
         resume: Continue a run that has answers; without it such a run is an error.
         circular: Also ask every other rotation of each item's options (see the module doc).
         history: What retrospective items show: ``window`` (the item's window) or ``full``
@@ -171,6 +188,7 @@ async def evaluate(
             "condition": condition,
             "seed": seed,
             "teacher": teacher,
+            "masker": masker,
             "prompt_version": PROMPT_VERSION,
             "circular": circular,
             "history": history,
@@ -184,7 +202,7 @@ async def evaluate(
             f"run {run.run_id} ({model.spec}, {condition}, seed {seed}) already has {len(done)} "
             f"answers in {store.path}; pass --resume to continue it"
         )
-    reasoning = store.reasoning(teacher, seed) if teacher is not None else None
+    reasoning = _shown_reasoning(store, teacher, seed, masker)
     summary = EvalSummary(run_id=run.run_id, history=history)
     limit = asyncio.Semaphore(concurrency)
 
@@ -254,6 +272,16 @@ async def _answer(
             summary.failures.append(f"{item.id}: {exc.reason}")
         return
     summary.answered += 1
+
+
+def _shown_reasoning(
+    store: ToMStore, teacher: str | None, seed: int, masker: str | None
+) -> dict[str, str] | None:
+    if teacher is None:
+        return None
+    if masker is None:
+        return store.reasoning(teacher, seed)
+    return {item: masked for item, (masked, _) in store.masks(teacher, seed, masker).items()}
 
 
 def _check_history(items: Sequence[ToMItem], history: str) -> None:
@@ -467,3 +495,53 @@ async def teacher_reasoning(
     summary.skipped = len(items) - len(todo)
     await asyncio.gather(*(one(i) for i in todo))
     return summary
+
+
+async def mask_reasoning(
+    items: Sequence[ToMItem],
+    teacher: str,
+    masker: Model,
+    store: ToMStore,
+    *,
+    seed: int = 0,
+    concurrency: int = 4,
+    on_progress: Callable[[], None] | None = None,
+) -> Counter[str]:
+    """Have ``masker`` hide the option references in ``teacher``'s stored reasoning.
+
+    The model's rewrite is checked with the regular expressions: what they still find is
+    masked too (path ``model+regex``); a failed model call falls back to the regular
+    expressions alone (``regex (model failed)``). The path is stored per item; returns the
+    count of each path. Items already masked by this model are skipped.
+    """
+    raw = store.raw_reasoning(teacher, seed)
+    done = store.masks(teacher, seed, masker.spec)
+    todo = [i for i in items if i.id in raw and i.id not in done and i.variant is not Variant.OPEN]
+    paths: Counter[str] = Counter()
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(item: ToMItem) -> None:
+        shown = permutation(item, seed)
+        async with limit:
+            try:
+                completion = await masker.generate(
+                    masking_messages(item, shown, raw[item.id]), MASKING_SAMPLING, tag="tom-mask"
+                )
+                text, call_id = completion.text.strip(), completion.call_id
+                checked = mask_option_references(text, shown.letters, item.options)
+                path = MASK_PATH_MODEL if checked == _normal(text) else MASK_PATH_MODEL_REGEX
+            except ModelCallError:
+                checked = mask_option_references(raw[item.id], shown.letters, item.options)
+                path, call_id = MASK_PATH_FALLBACK, ""
+        store.put_mask(teacher, item.id, seed, masker.spec, checked, path, call_id)
+        paths[path] += 1
+        if on_progress is not None:
+            on_progress()
+
+    await asyncio.gather(*(one(i) for i in todo))
+    return paths
+
+
+def _normal(text: str) -> str:
+    """``text`` as :func:`mask_option_references` joins it when it masks nothing."""
+    return " ".join(text.split())

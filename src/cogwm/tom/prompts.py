@@ -145,3 +145,33 @@ def open_messages(item: ToMItem, history: str = HISTORY_WINDOW) -> list[Message]
         Message(role="system", content=OPEN_SYSTEM_PROMPT),
         Message(role="user", content="\n".join(parts)),
     ]
+
+
+MASKING_SYSTEM_PROMPT = (
+    "You edit analyses of multiple-choice questions so that they can be shown to someone who "
+    "must still choose an answer on their own."
+)
+
+
+def masking_messages(item: ToMItem, shown: Presentation, reasoning: str) -> list[Message]:
+    """Ask a model to hide every reference to the options in a teacher's reasoning.
+
+    The paper's reasoning-injection probe masks option references with a model; the regular
+    expressions of :func:`cogwm.tom.evaluate.mask_option_references` are the cheap default.
+    """
+    parts = [
+        f"Question: {item.question}",
+        render_options(item, shown),
+        "",
+        "Analysis:",
+        reasoning,
+        "",
+        "Rewrite the analysis so that it does not reveal or point at any option: replace option "
+        "letters and any quotation or close paraphrase of an option's wording with [MASK], and "
+        "delete every sentence that says which option is the answer. Keep all reasoning about "
+        "the conversation and the people in it. Reply with the rewritten analysis only.",
+    ]
+    return [
+        Message(role="system", content=MASKING_SYSTEM_PROMPT),
+        Message(role="user", content="\n".join(parts)),
+    ]

@@ -118,6 +118,17 @@ CREATE TABLE IF NOT EXISTS tom_rotations (
     created_at REAL NOT NULL,
     PRIMARY KEY (run_id, item_id, rotation)
 );
+CREATE TABLE IF NOT EXISTS tom_reasoning_masks (
+    teacher TEXT NOT NULL,
+    item_id TEXT NOT NULL REFERENCES tom_items(item_id),
+    seed INTEGER NOT NULL,
+    masker TEXT NOT NULL,
+    masked TEXT NOT NULL,
+    path TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (teacher, item_id, seed, masker)
+);
 CREATE INDEX IF NOT EXISTS tom_answers_item ON tom_answers(item_id);
 """
 
@@ -544,8 +555,35 @@ class ToMStore:
                 (teacher, item_id, seed, raw, masked, call_id, time.time()),
             )
 
+    def raw_reasoning(self, teacher: str, seed: int) -> dict[str, str]:
+        """Unmasked reasoning of a teacher, by item id."""
+        rows = self.conn.execute(
+            "SELECT item_id, raw FROM tom_reasoning WHERE teacher=? AND seed=?", (teacher, seed)
+        ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def put_mask(
+        self, teacher: str, item_id: str, seed: int, masker: str, masked: str, path: str,
+        call_id: str,
+    ) -> None:  # fmt: skip
+        """Store a teacher's reasoning as one masker masked it, with the masking path."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO tom_reasoning_masks VALUES (?,?,?,?,?,?,?,?)",
+                (teacher, item_id, seed, masker, masked, path, call_id, time.time()),
+            )
+
+    def masks(self, teacher: str, seed: int, masker: str) -> dict[str, tuple[str, str]]:
+        """(masked text, masking path) of a teacher's reasoning masked by ``masker``, by item."""
+        rows = self.conn.execute(
+            "SELECT item_id, masked, path FROM tom_reasoning_masks "
+            "WHERE teacher=? AND seed=? AND masker=?",
+            (teacher, seed, masker),
+        ).fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def reasoning(self, teacher: str, seed: int) -> dict[str, str]:
-        """Masked reasoning of a teacher, by item id."""
+        """Masked reasoning of a teacher (regular-expression masking), by item id."""
         rows = self.conn.execute(
             "SELECT item_id, masked FROM tom_reasoning WHERE teacher=? AND seed=?", (teacher, seed)
         ).fetchall()
