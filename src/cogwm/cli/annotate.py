@@ -212,6 +212,7 @@ def quality_command(
     with AnnotationStore(db, create=False) as store:
         stored = list(store.dialogues())
         totals = store.totals()
+        by_dialogue = store.failures_by_dialogue()
     figures = []
     skipped: dict[str, str] = {}
     if human is not None:
@@ -227,6 +228,7 @@ def quality_command(
         "valid_rate": valid / totals.user_turns if totals.user_turns else None,
         "failed_summaries": totals.summary_failed,
         "failures": totals.failures,
+        "failures_by_dialogue": by_dialogue,
         "seconds_per_dialogue": totals.elapsed_s / totals.dialogues if totals.dialogues else None,
         "figures": [f.as_dict() for f in figures],
         "not_scored": skipped,
