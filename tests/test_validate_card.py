@@ -22,7 +22,7 @@ from cogwm import models
 from cogwm.cli.validate import validate
 from cogwm.errors import InputError
 from cogwm.models import Message, register_fake, unregister_fake
-from cogwm.schema import CognitiveState, StateItem
+from cogwm.schema import CognitiveState, Emotion, StateItem
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.validate import (
     Card,
@@ -39,7 +39,7 @@ from cogwm.simulator.validate.items import (
     annomi_population,
     dailydialog_population,
 )
-from cogwm.simulator.validate.parts import _score_p4g
+from cogwm.simulator.validate.parts import _score_esconv, _score_p4g
 from cogwm.simulator.validate.reader import Reading
 from helpers_validate import write_corpora
 
@@ -226,9 +226,9 @@ def test_failed_calls_count_as_wrong_and_are_reported(data_dir: Path) -> None:
 def test_unmeasured_parts_are_named_as_left_out(
     scripted_model: models.Model, data_dir: Path
 ) -> None:
-    card = _card(scripted_model, data_dir, parts=["annomi", "esconv"])
+    card = _card(scripted_model, data_dir, parts=["annomi", "judges"])
     assert [p.name for p in card.parts] == ["annomi.direction"]
-    assert "not implemented" in card.left_out["esconv"]
+    assert "not implemented" in card.left_out["judges"]
 
 
 def test_predict_mode_adds_the_utterance_tier(scripted_model: models.Model, data_dir: Path) -> None:
@@ -288,6 +288,35 @@ def test_p4g_figures_from_intention_scores() -> None:
     assert (by_metric["commitment_auroc"].n, by_metric["commitment_auroc"].n_failed) == (4, 1)
     # The donor's last turn is unscored: one class left, AUROC undefined (None, never 0).
     assert by_metric["donation_auroc"].value is None
+
+
+def test_esconv_figures_from_readings() -> None:
+    scope = Scope("esconv", "understand", Settings(resamples=50, seed=0))
+    inp = WorldModelInput(task="ESC")
+
+    def item(dialogue: str, n: int, gold: str, **facts: float) -> Item:
+        return Item(f"{dialogue}:{n}", dialogue, n, inp, "text", gold, facts)
+
+    def reading(label: str, intensity: int) -> Reading:
+        state = CognitiveState(emotion=Emotion(label=label, intensity=intensity))
+        return Reading(state, None, None)
+
+    start = [item("a", 4, "sadness", initial=3), item("b", 4, "anxiety", initial=2)]
+    end = [
+        item("a", 20, "improved", initial_e=-6.0, final=1),  # read hope 1: +2 - (-6) = 8
+        item("b", 20, "improved", initial_e=-4.0),  # read sadness 1: -2 - (-4) = 2
+        item("c", 20, "failed", initial_e=-4.0),  # read anxiety 3: -6 - (-4) = -2
+    ]
+    readings = {"a:4": reading("sadness", 2), "b:4": reading("sadness", 3),
+                "a:20": reading("hope", 1), "b:20": reading("sadness", 1),
+                "c:20": reading("anxiety", 3)}  # fmt: skip
+    figures = {f.metric: f for f in _score_esconv(scope, {"start": start, "end": end}, readings)}
+    assert figures["emotion_accuracy"].value == pytest.approx(0.5)
+    assert figures["initial_intensity_mae"].value == pytest.approx((1 + 1) / 2)
+    assert figures["initial_intensity_mae"].higher_is_better is False
+    # Only a has a final self-report: |1 - 1| = 0.
+    assert (figures["final_intensity_mae"].value, figures["final_intensity_mae"].n) == (0.0, 1)
+    assert figures["known_groups_auroc"].value == pytest.approx(1.0)
 
 
 def test_unknown_part_and_ablation_are_input_errors(

@@ -11,6 +11,9 @@ with the gold answer. The human labels come from :func:`cogwm.annotate.human.lab
   emotion" says nothing about valence).
 - **AnnoMI** (no official split: see :class:`Heldout`), client turns labelled change or sustain
   (annotator ties left out by the mapping).
+- **ESConv**, the official test split, and FailedESConv (see :class:`Heldout`): the seeker's
+  state early in the chat (third seeker turn, no state shown, gold: the pre-chat emotion type and
+  intensity) and at the last seeker turn (gold: the final intensity; improved or failed).
 - **PersuasionForGood**, the 300 act-annotated dialogues (see :class:`Heldout`): persuadee turns
   that commit (agree, provide an amount, confirm) or refuse (disagree), and each dialogue's last
   persuadee turn with the actual donation (B6 > 0).
@@ -19,12 +22,13 @@ with the gold answer. The human labels come from :func:`cogwm.annotate.human.lab
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cogwm.errors import InputError
 from cogwm.schema import CognitiveState, Role
 from cogwm.schema.labels import P4GMeta
+from cogwm.schema.lexicon import valence
 from cogwm.schema.partial import STATE_FIELDS, FieldKind, LabelledDialogue, PartialState
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import (
@@ -47,7 +51,8 @@ class Item:
 
     ``inp`` is the prediction-mode input (history up to the agent's turn before this one).
     ``dialogue_id`` is the base dialogue (both DailyDialog readings share it), the unit that
-    the bootstrap resamples.
+    the bootstrap resamples. ``facts`` holds numbers a figure needs beside the gold label (e.g.
+    ESConv's self-reported intensities).
     """
 
     id: str
@@ -56,6 +61,7 @@ class Item:
     inp: WorldModelInput
     utterance: str
     gold: str
+    facts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -257,4 +263,89 @@ def _last_turn(labelled: LabelledDialogue) -> Iterable[Item]:
         inp=inp,
         utterance=turns[index].text,
         gold="donated" if meta.persuadee.actual_donation > 0 else "none",
+    )
+
+
+# --- ESConv and FailedESConv -------------------------------------------------------------------
+
+#: The seeker turn whose reading stands for the state at the start (turn 1 is often a greeting).
+ESCONV_START_TURN = 3
+
+
+def esconv_populations(data_dir: Path, heldout: Heldout) -> tuple[Population, Population]:
+    """The ESConv part's item sets: ``start`` (ESConv test dialogues, the third seeker turn with
+    no state shown, gold: the pre-chat emotion type, ``facts["initial"]``: its intensity) and
+    ``end`` (the last seeker turn of ESConv test and FailedESConv dialogues, gold ``improved`` or
+    ``failed``, ``facts``: the initial emotion's valence x intensity and the final intensity where
+    the survey has it)."""
+    from cogwm.annotate.human import labelled_dialogues
+
+    test = list(labelled_dialogues("esconv", data_dir, split="test"))
+    failed, failed_split = held_out(
+        "failed_esconv", list(labelled_dialogues("failed_esconv", data_dir)), heldout
+    )
+    split = f"official test ({len(test)} dialogues) and FailedESConv: {failed_split}"
+    start = Population(
+        corpus="esconv",
+        split=f"official test ({len(test)} dialogues)",
+        selection=f"seeker turn {ESCONV_START_TURN} (or the last one), shown without any state; "
+        "gold: the pre-chat emotion type and intensity (1-5 mapped to 1-3)",
+        items=[item for ld in test for item in _esconv_start(ld)],
+    )
+    end = Population(
+        corpus="esconv",
+        split=split,
+        selection="the last seeker turn of dialogues with at least two; improved: ESConv, "
+        "failed: FailedESConv",
+        items=[item for ld in test for item in _esconv_end(ld, "improved")]
+        + [item for ld in failed for item in _esconv_end(ld, "failed")],
+    )
+    return start, end
+
+
+def _user_turns(labelled: LabelledDialogue) -> list[tuple[int, WorldModelInput, PartialState]]:
+    return list(turn_inputs(labelled))
+
+
+def _esconv_start(labelled: LabelledDialogue) -> Iterable[Item]:
+    inputs = _user_turns(labelled)
+    if not inputs:
+        return
+    emotion = inputs[0][2].emotion.value
+    if emotion is None:  # an emotion type the mapping cannot express
+        return
+    index, inp, _ = inputs[min(ESCONV_START_TURN, len(inputs)) - 1]
+    # The first turn's human state is the answer here: the input must not show it.
+    bare = inp.model_copy(update={"initial_state": None, "previous_state": None})
+    yield Item(
+        id=f"{labelled.dialogue.id}:{index}",
+        dialogue_id=base_id(labelled.dialogue.id),
+        turn_index=index,
+        inp=bare,
+        utterance=labelled.dialogue.turns()[index].text,
+        gold=emotion.label,
+        facts={"initial": float(emotion.intensity)},
+    )
+
+
+def _esconv_end(labelled: LabelledDialogue, group: str) -> Iterable[Item]:
+    inputs = _user_turns(labelled)
+    if len(inputs) < 2:
+        return
+    first = inputs[0][2].emotion.value
+    if first is None:
+        return
+    index, inp, partial = inputs[-1]
+    facts = {"initial_e": valence(first.label) * first.intensity}
+    final = partial.emotion.value
+    if final is not None:
+        facts["final"] = float(final.intensity)
+    yield Item(
+        id=f"{labelled.dialogue.id}:{index}",
+        dialogue_id=base_id(labelled.dialogue.id),
+        turn_index=index,
+        inp=inp,
+        utterance=labelled.dialogue.turns()[index].text,
+        gold=group,
+        facts=facts,
     )

@@ -7,6 +7,9 @@ they give.
   AUROC, because answering "positive" always is right on most turns while a constant scores 0.5.
 - ``annomi`` (state understanding): AUROC of the predicted mean(B, D, I) for change against
   sustain talk (AnnoMI gives a direction, never a score).
+- ``esconv``: the pre-chat emotion type (accuracy) and intensity (MAE) read early in the chat,
+  the final intensity (MAE) read at the last seeker turn, and known groups: the AUROC of the
+  read change of valence x intensity for ESConv dialogues (all improved) against FailedESConv.
 - ``p4g`` (state understanding): AUROC of the predicted intention for turns that commit to
   donating against turns that refuse, and of the intention at each dialogue's last persuadee turn
   for people who then donated (B6 > 0) against those who did not.
@@ -20,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cogwm.schema import CognitiveState
-from cogwm.schema.lexicon import valence, valence_table
+from cogwm.schema.lexicon import INTENSITIES, valence, valence_table
 from cogwm.simulator.validate.card import Figure
 from cogwm.simulator.validate.figures import (
     Scope,
     accuracy_figure,
     auroc_figure,
     macro_f1_figure,
+    mae_figure,
 )
 from cogwm.simulator.validate.items import (
     DD_LEXICON_LABELS,
@@ -35,10 +39,13 @@ from cogwm.simulator.validate.items import (
     Population,
     annomi_population,
     dailydialog_population,
+    esconv_populations,
     p4g_populations,
 )
 from cogwm.simulator.validate.reader import Reading
 
+#: The intensities a simulator may answer, as numbers (the MAE's random baseline).
+INTENSITIES_F: tuple[float, ...] = tuple(float(i) for i in INTENSITIES)
 #: Named item sets of a part (one per group of figures), each sampled on its own.
 ItemSets = dict[str, list[Item]]
 Scorer = Callable[[Scope, ItemSets, Mapping[str, Reading]], list[Figure]]
@@ -207,6 +214,62 @@ def _score_p4g(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) ->
     ]
 
 
+# --- ESConv and FailedESConv -----------------------------------------------------------------
+
+
+def _esconv_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
+    start, end = esconv_populations(data_dir, heldout)
+    return {"start": start, "end": end}
+
+
+def _intensity(state: CognitiveState | None) -> float | None:
+    return None if state is None or state.emotion is None else float(state.emotion.intensity)
+
+
+def _score_esconv(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
+    start, end = sets["start"], sets["end"]
+    labels = sorted(valence_table())
+    with_final = [i for i in end if i.gold == "improved" and "final" in i.facts]
+    deltas = [
+        None if (v := valence_score(readings[i.id].state)) is None else v - i.facts["initial_e"]
+        for i in end
+    ]
+    return [
+        accuracy_figure(
+            scope,
+            [i.gold for i in start],
+            [_label(readings[i.id].state) for i in start],
+            _groups(start),
+            len(labels),
+        ),
+        mae_figure(
+            scope,
+            "initial_intensity_mae",
+            [i.facts["initial"] for i in start],
+            [_intensity(readings[i.id].state) for i in start],
+            _groups(start),
+            INTENSITIES_F,
+        ),
+        mae_figure(
+            scope,
+            "final_intensity_mae",
+            [i.facts["final"] for i in with_final],
+            [_intensity(readings[i.id].state) for i in with_final],
+            _groups(with_final),
+            INTENSITIES_F,
+        ),
+        auroc_figure(
+            scope,
+            "known_groups_auroc",
+            [i.gold == "improved" for i in end],
+            deltas,
+            _groups(end),
+            note="score: predicted valence x intensity at the last seeker turn minus the "
+            "self-reported one before the chat; ESConv (improved) positive, FailedESConv negative",
+        ),
+    ]
+
+
 PARTS: dict[str, PartSpec] = {
     "dailydialog": PartSpec(
         name="dailydialog",
@@ -229,12 +292,17 @@ PARTS: dict[str, PartSpec] = {
         populations=_p4g_sets,
         score=_score_p4g,
     ),
+    "esconv": PartSpec(
+        name="esconv",
+        corpus="esconv",
+        description="emotion type, initial and final intensity MAE, known groups vs FailedESConv",
+        populations=_esconv_sets,
+        score=_score_esconv,
+    ),
 }
 
 #: Parts of the full card not measured by this version, with the reason (stated on every card
 #: that asks for them, never silently dropped).
 NOT_YET: dict[str, str] = {
-    "esconv": "ESConv emotion type, intensity MAE and known groups vs FailedESConv: not "
-    "implemented yet",
     "judges": "judges vs human outcomes: not implemented yet",
 }
