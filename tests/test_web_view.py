@@ -153,6 +153,20 @@ def test_figures_are_inline_svg(html: str) -> None:
     assert html.count("Δ") > 16
 
 
+def test_paper_grid_prints_each_lines_delta(run_db: Path) -> None:
+    from cogwm.web.figures import paper_grid
+
+    with RunStore(run_db, create=False) as store:
+        data = load_run(store)
+    (esc, _pd) = paper_grid(data)
+    convs = [c for c in data.conversations if c.task == "ESC"]
+    belief = curves(convs, "belief", data.empty)
+    shown = [p for p in Page(esc[1]).elements if p[0] == "text"]
+    assert len(shown) > len(belief)
+    for curve in belief:
+        assert curve.delta is not None and f"Δ{curve.delta:+.2f}" in esc[1]
+
+
 def _conv(values: list[float | None], arm: str = "a/no_cot") -> ConversationData:
     def state(v: float | None) -> CognitiveState:
         beliefs = [] if v is None else [{"text": "x", "score": v}]

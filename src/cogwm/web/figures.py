@@ -109,17 +109,15 @@ def emotion_scale(task: str) -> tuple[float, float, float, float]:
     return (-top, top, low, high)
 
 
-def _series(found: list[Curve]) -> list[Series]:
+def _series(found: list[Curve], arms: list[str]) -> list[Series]:
+    """Chart lines; each arm's palette slot is its place among all ``arms``."""
     x = [float(v) for v in GRID]
-    return [Series(f"{c.arm} (n={c.n})", x, c.mean, c.sem) for c in found]
+    return [Series(f"{c.arm} (n={c.n})", x, c.mean, c.sem, arms.index(c.arm)) for c in found]
 
 
-def _delta_note(found: list[Curve]) -> str:
-    parts = []
-    for c in found:
-        d = c.delta
-        parts.append(f"{c.arm.split('/')[0]} Δ{'–' if d is None else f'{d:+.2f}'}")
-    return " · ".join(parts)
+def _deltas(found: list[Curve]) -> list[str]:
+    """Each line's Δ (last minus first point of its mean curve), in line order."""
+    return [f"Δ{'–' if c.delta is None else f'{c.delta:+.2f}'}" for c in found]
 
 
 def task_names(data: RunData) -> list[str]:
@@ -132,8 +130,9 @@ def trajectory_svgs(data: RunData) -> dict[str, list[str]]:
     charts: dict[str, list[str]] = {}
     for task in task_names(data):
         convs = [c for c in data.conversations if c.task == task]
+        arms = sorted({c.arm for c in convs})
         charts[task] = [
-            line_chart(_series(curves(convs, dim, data.empty)), title=f"{task}: {title}")
+            line_chart(_series(curves(convs, dim, data.empty), arms), title=f"{task}: {title}")
             for dim, title in DIMENSIONS.items()
         ]
     return charts
@@ -144,6 +143,7 @@ def paper_grid(data: RunData, *, nonzero_only: bool = False) -> list[list[str]]:
     rows = []
     for task in task_names(data):
         convs = [c for c in data.conversations if c.task == task]
+        arms = sorted({c.arm for c in convs})
         low, high = tasks.get(task).score_range
         panels = []
         for dim, title in GRID_DIMENSIONS.items():
@@ -151,10 +151,10 @@ def paper_grid(data: RunData, *, nonzero_only: bool = False) -> list[list[str]]:
             found = curves(convs, dim, data.empty, nonzero_only=nonzero_only, rescale=scale)
             panels.append(
                 line_chart(
-                    _series(found),
+                    _series(found, arms),
                     title=f"{task}: {title}",
                     y_range=(low, high),
-                    note=_delta_note(found),
+                    series_notes=_deltas(found),
                     width=300,
                     height=210,
                     legend=dim == "emotion",

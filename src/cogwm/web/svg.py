@@ -33,6 +33,11 @@ class Series(NamedTuple):
     x: Sequence[float]
     y: Sequence[float | None]
     band: Sequence[float | None] | None = None
+    slot: int | None = None  # palette slot, so one arm keeps its colour across panels
+
+    def colour(self, index: int) -> str:
+        """The line's colour (its slot's, else its position's)."""
+        return colour(self.slot if self.slot is not None else index)
 
 
 class Frame(NamedTuple):
@@ -170,13 +175,15 @@ def line_chart(
     x_label: str = "dialogue progress (%)",
     y_range: tuple[float, float] | None = None,
     note: str | None = None,
+    series_notes: Sequence[str] | None = None,
     width: int = 360,
     height: int = 230,
     legend: bool = True,
 ) -> str:
-    """A line chart with ±bands, a title, an optional note (e.g. Δ per line) and a legend."""
+    """A line chart with ±bands, a title, a legend, an optional note and optional per-line notes
+    (e.g. each line's Δ), drawn in the line's colour at the plot's top right."""
     legend_rows = len(series) if legend else 0
-    total_height = height + 14 * legend_rows
+    total_height = height + 6 + 14 * legend_rows
     x_all = [x for s in series for x in s.x] or [0.0, 1.0]
     low, high = y_range if y_range is not None else data_range(series)
     frame = Frame(44, 22, width - 54, height - 58, min(x_all), max(x_all), low, high)
@@ -188,17 +195,22 @@ def line_chart(
         _axes(frame, x_label),
     ]
     for i, s in enumerate(series):
-        parts.append(_band(frame, s, colour(i)))
+        parts.append(_band(frame, s, s.colour(i)))
     for i, s in enumerate(series):
-        parts.append(_line(frame, s, colour(i)))
+        parts.append(_line(frame, s, s.colour(i)))
     if note:
         parts.append(
             f'<text x="{frame.left + 4}" y="{frame.top + 12}" class="note">{escape(note)}</text>'
         )
-    for i, s in enumerate(series[:legend_rows]):
-        y = height + 14 * i
+    for i, text in enumerate(series_notes or ()):
         parts.append(
-            f'<rect x="{frame.left}" y="{y - 8}" width="10" height="3" fill="{colour(i)}"/>'
+            f'<text x="{frame.left + frame.width - 3}" y="{frame.top + 10 + 10 * i}"'
+            f' text-anchor="end" class="note" fill="{series[i].colour(i)}">{escape(text)}</text>'
+        )
+    for i, s in enumerate(series[:legend_rows]):
+        y = height + 8 + 14 * i
+        parts.append(
+            f'<rect x="{frame.left}" y="{y - 8}" width="10" height="3" fill="{s.colour(i)}"/>'
             f'<text x="{frame.left + 14}" y="{y - 4}" class="legend">{escape(s.label)}</text>'
         )
     parts.append("</svg>")
