@@ -405,3 +405,20 @@ def test_render_target_of_a_full_state_matches_the_sample_target() -> None:
         sample.target,
         [tuple(s) for s in sample.target_spans],
     )
+
+
+def test_human_corpora_accept_aliases_and_refuse_unknown_names() -> None:
+    assert build_module.human_corpus("P4G") == "persuasionforgood"
+    assert build_module.human_corpus("dailydialog") == "dailydialog"
+    with pytest.raises(InputError, match="no human-label mapping"):
+        build_module.human_corpus("durecdial")
+
+
+def test_cli_refuses_a_missing_annotations_file(tmp_path: Path) -> None:
+    _register()
+    missing = tmp_path / "none.jsonl"
+    result = runner.invoke(
+        app, ["samples", "build", "--out", str(tmp_path / "o"), "--annotations", str(missing)]
+    )
+    assert isinstance(result.exception, InputError) and "file not found" in str(result.exception)
+    assert not (tmp_path / "o").exists()
