@@ -45,8 +45,9 @@ options = { max_attempts = 1 }
 UNITS = 12
 # Run the real command line in a child process with the scripted fake (30 ms per call).
 CHILD = (
-    "import sys; sys.path.insert(0, sys.argv[1]);"
-    "from helpers_arena import register; register(latency_s=0.03);"
+    "import os, sys; sys.path.insert(0, sys.argv[1]);"
+    "from helpers_arena import register;"
+    "register(latency_s=float(os.environ.get('ARENA_TEST_LATENCY_S', '0.03')));"
     "from cogwm.cli.main import main;"
     "sys.argv = ['cogwm', 'arena', 'run', *sys.argv[2:], '--no-progress']; main()"
 )
@@ -161,3 +162,30 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path: Path) -> None:
     subprocess.run(_command(config, db, "--resume"), env=env, check=True, capture_output=True)
     snap = _snapshot(db)
     assert len(snap) == UNITS and all(v[0] == "finished" for v in snap.values())
+
+
+def test_a_second_process_on_a_live_store_gets_a_one_line_error(tmp_path: Path) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text(CONFIG)
+    env = {**os.environ, "COGWM_CACHE_DIR": str(tmp_path / "cache")}
+    db = tmp_path / "runs.sqlite"
+    slow = {**env, "ARENA_TEST_LATENCY_S": "0.5"}  # alive long after the second one starts
+    first = subprocess.Popen(_command(config, db), env=slow, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while _turns(db) < 1:
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        second = subprocess.run(
+            _command(config, db, "--resume"), env=env, capture_output=True, text=True
+        )
+        assert second.returncode == 2
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ")
+        assert f"pid {first.pid}" in lines[0] and "being written" in lines[0]
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    # The killed writer's lease is stale at once (its process is gone): a resume takes over.
+    subprocess.run(_command(config, db, "--resume"), env=env, check=True, capture_output=True)
+    assert len(_snapshot(db)) == UNITS

@@ -498,3 +498,44 @@ def test_api_keys_never_reach_the_store_through_the_openai_backend(
         conn.execute("PRAGMA wal_checkpoint(FULL)")
     for path in [*tmp_path.glob("runs.sqlite*"), *tmp_path.rglob("*.sqlite*")]:
         assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_second_writer_on_a_live_store_is_refused(tmp_path: Path, script: Script) -> None:
+    # Catches: two processes writing one store interleaved their conversations silently.
+    from cogwm.store import StoreBusyError
+
+    db = tmp_path / "runs.sqlite"
+    holder = RunStore(db)
+    holder.acquire_lease()  # a live writer (this very process, another connection)
+    with pytest.raises(StoreBusyError, match="being written by another cogwm process"):
+        _run(db)
+    holder.close()  # gives the lease up
+    assert _run(db).finished == UNITS
+
+
+def test_a_stale_lease_is_taken_over(tmp_path: Path, script: Script) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "runs.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    dead = int(done.stdout)  # a process of this host that has exited (as after kill -9)
+    stale = [
+        ("dead", dead, socket.gethostname(), time.time()),
+        ("silent", os.getpid(), "elsewhere", time.time() - 120),  # no heartbeat for 2 min
+    ]
+    for owner, pid, host, beat in stale:
+        with RunStore(db) as store:
+            store.db.execute(
+                "INSERT OR REPLACE INTO lease VALUES (1, ?, ?, ?, ?, ?)",
+                (owner, pid, host, beat, beat),
+            )
+        summary = _run(db, resume=owner != "dead")
+        assert summary.planned == UNITS
+        with RunStore(db) as store:
+            assert store.db.execute("SELECT COUNT(*) FROM lease").fetchone()[0] == 0

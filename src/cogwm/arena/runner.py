@@ -41,7 +41,7 @@ from cogwm.errors import CogwmError, ConfigError
 from cogwm.models import Model, load, recording
 from cogwm.models.types import CallRecord, ModelCallError
 from cogwm.schema import CognitiveState, Profile, Record, TaskSpec
-from cogwm.store.db import PrepRow, RunStore, UnitRow
+from cogwm.store.db import HEARTBEAT_S, PrepRow, RunStore, UnitRow
 
 log = logging.getLogger("cogwm.arena")
 
@@ -391,8 +391,46 @@ async def run_arena(
     Conversations run concurrently, at most ``config.concurrency`` at a time. Cancelling this
     coroutine (Ctrl-C) stops it cleanly: finished conversations stay stored, unfinished ones are
     restarted by the next ``--resume``. A finished conversation whose digest (see
-    ``cogwm.arena.digests``) differs from the current config's is run again.
+    ``cogwm.arena.digests``) differs from the current config's is run again. The process holds
+    the store's lease (with a heartbeat) while it runs: a second process on the same store is
+    refused with ``StoreBusyError``.
     """
+    store.acquire_lease()
+    heartbeat = asyncio.create_task(_heartbeat(store))
+    try:
+        return await _run_leased(
+            config,
+            store,
+            resume=resume,
+            force=force,
+            shard=shard,
+            show_progress=show_progress,
+            load_model=load_model,
+        )
+    finally:
+        heartbeat.cancel()
+        store.release_lease()
+
+
+async def _heartbeat(store: RunStore) -> None:
+    """Keep this process's lease on the store fresh while it runs."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        if not store.heartbeat():
+            log.error("%s: another process took the store over", store.path)
+            return
+
+
+async def _run_leased(
+    config: ArenaConfig,
+    store: RunStore,
+    *,
+    resume: bool,
+    force: bool,
+    shard: Shard | None,
+    show_progress: bool,
+    load_model: Callable[..., Model],
+) -> RunSummary:
     opened = open_run(config, store, resume=resume, force=force, shard=shard)
     run_id = opened.id
     data_dir = Path(config.data_dir) if config.data_dir else None

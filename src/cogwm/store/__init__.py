@@ -6,6 +6,7 @@ from cogwm.store.db import (
     PrepRow,
     RunRow,
     RunStore,
+    StoreBusyError,
     TurnRow,
     UnitRow,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "PrepRow",
     "RunRow",
     "RunStore",
+    "StoreBusyError",
     "TurnRow",
     "UnitRow",
     "merge_stores",

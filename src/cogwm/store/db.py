@@ -10,8 +10,11 @@ in WAL mode with foreign keys on. A ``RunStore`` belongs to one thread (the even
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,6 +110,26 @@ class PrepRow(NamedTuple):
     digest: str | None = None
 
 
+class StoreBusyError(InputError):
+    """Another live process is writing the store."""
+
+
+#: A lease whose heartbeat is older than this is stale (its writer died or hung).
+LEASE_STALE_S = 30.0
+#: How often a writer refreshes its lease.
+HEARTBEAT_S = 5.0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, it is someone else's
+    return True
+
+
 class CallTotals(NamedTuple):
     """Totals over stored model calls."""
 
@@ -134,6 +157,7 @@ class RunStore:
             raise InputError(f"run store {path} does not exist")
         self.path = path
         self._pending_calls: list[tuple[Any, ...]] = []
+        self._lease: str | None = None
         try:
             self.db = sqlite3.connect(path, isolation_level=None)
             self.db.execute("PRAGMA foreign_keys=ON")
@@ -184,11 +208,59 @@ class RunStore:
         """The store format of the open file (``SCHEMA_VERSION`` once opened)."""
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
+    # ---------------------------------------------------------------------------------- lease
+
+    def acquire_lease(self, *, stale_after_s: float = LEASE_STALE_S) -> str:
+        """Become the store's one writer; returns the lease owner id.
+
+        A lease held by a live process is refused with a one-line ``StoreBusyError``. A stale
+        lease is taken over: its heartbeat is older than ``stale_after_s``, or its process (on
+        this host) no longer exists, as after ``kill -9``.
+        """
+        now = time.time()
+        host, pid = socket.gethostname(), os.getpid()
+        owner = f"{host}:{pid}:{uuid.uuid4().hex[:8]}"
+        with self.transaction():
+            row = self.db.execute("SELECT owner, pid, host, heartbeat_at FROM lease").fetchone()
+            if row is not None:
+                _, other_pid, other_host, beat = row
+                dead = other_host == host and not _pid_alive(int(other_pid))
+                if not dead and now - float(beat) < stale_after_s:
+                    where = "" if other_host == host else f" on {other_host}"
+                    raise StoreBusyError(
+                        f"{self.path} is being written by another cogwm process (pid "
+                        f"{other_pid}{where}, heartbeat {now - float(beat):.0f} s ago); wait for "
+                        "it to finish or use another --db"
+                    )
+            self.db.execute(
+                "INSERT OR REPLACE INTO lease (id, owner, pid, host, acquired_at, heartbeat_at)"
+                " VALUES (1, ?, ?, ?, ?, ?)",
+                (owner, pid, host, now, now),
+            )
+        self._lease = owner
+        return owner
+
+    def heartbeat(self) -> bool:
+        """Refresh this writer's lease; False if it was taken over (then stop writing)."""
+        if self._lease is None:
+            return False
+        cursor = self.db.execute(
+            "UPDATE lease SET heartbeat_at = ? WHERE owner = ?", (time.time(), self._lease)
+        )
+        return cursor.rowcount == 1
+
+    def release_lease(self) -> None:
+        """Give the lease up (done by ``close`` too)."""
+        if self._lease is not None:
+            self.db.execute("DELETE FROM lease WHERE owner = ?", (self._lease,))
+            self._lease = None
+
     def close(self) -> None:
-        """Write held-back call records and close the connection."""
+        """Write held-back call records, give up the lease and close the connection."""
         if self._pending_calls:
             with self.transaction():
                 pass
+        self.release_lease()
         self.db.close()
 
     def __enter__(self) -> RunStore:
