@@ -125,6 +125,10 @@ def test_history_is_windowed_and_states_come_from_earlier_turns_only() -> None:
     # At the last turn the previous state is turn 3's; the start state is turn 1's.
     assert "Your state at the start: emotion anxiety 3" in prompts[2]
     assert "Your state before this: intentions: cut down (1)" in prompts[2]
+    # Earlier states are shown as the simulator could have said them (scores on its grid).
+    half = _labelled()
+    half.states[3].intentions.items[0].score = 1.5
+    assert "cut down (2)" in _samples(half)[2].messages[1].content
     # The target of a turn never leaks into its own prompt.
     assert "cut down" not in prompts[1]
 

@@ -218,7 +218,8 @@ def dialogue_samples(
     """One sample per user turn of ``item``, in turn order.
 
     The input shows the last ``history_turns`` turns before the user turn, the first known state
-    before it as the initial state and the latest known one as the previous state. The target is
+    before it as the initial state and the latest known one as the previous state (both as
+    fitted to the output grammar, like the arena's own earlier outputs). The target is
     the partial state at the turn (unknown fields rendered ``null`` and tagged unknown), the turn's
     text as the utterance, and ``leave`` true on the user's last turn of the dialogue.
 
@@ -264,7 +265,9 @@ def dialogue_samples(
         )
         yield BuiltSample(sample, changes)
         if any(partial.kind(f) is FieldKind.VALUE for f in STATE_FIELDS):
-            known.append(partial.to_state())
+            # Later prompts show the state as the simulator could have said it (fitted), as the
+            # arena shows the simulator's own earlier outputs.
+            known.append(fitted.state)
 
 
 def provenance(partial: PartialState) -> dict[str, Provenance]:
