@@ -140,3 +140,23 @@ def test_live_progress(client: TestClient, app_config: ServerConfig) -> None:
         "cold/no_cot",
         "solver/no_cot",
     }
+
+
+def test_live_shows_a_run_in_progress(client: TestClient, app_config: ServerConfig) -> None:
+    from cogwm.store import UnitRow
+
+    with RunStore(app_config.stores[0], create=False) as store:
+        run = store.run()
+        assert run is not None
+        unit = UnitRow("extra", "ESC", "late", "no_cot", "builtin:esc-02", "builtin", "m", "m", 1)
+        conversation = store.start_conversation(run.id, unit)
+        store.add_turn(conversation, idx=0, round=0, role="user", phase="cold_start", text="Hi.")
+    first = client.get("/api/runs/0/progress").json()
+    assert first["counts"]["running"] == 1
+    (running,) = first["running"]
+    assert running["arm"] == "late/no_cot" and running["turns"] == 1 and running["last"] == "Hi."
+    # A turn committed by the running process shows at the next poll.
+    with RunStore(app_config.stores[0], create=False) as store:
+        store.add_turn(conversation, idx=1, round=1, role="agent", phase="cold_start", text="Hello")
+    (running,) = client.get("/api/runs/0/progress").json()["running"]
+    assert running["turns"] == 2 and running["last"] == "Hello"
