@@ -18,16 +18,15 @@ labels (:func:`cogwm.annotate.human.labelled_dialogues`) or LLM annotations
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from cogwm import tasks
 from cogwm.errors import InputError
+from cogwm.jsonl import dump_tagged, parse_tagged, read_lines, write_lines
 from cogwm.models.types import Message
 from cogwm.schema import CognitiveState, Dialogue, Profile, Record, Role, TaskSpec
 from cogwm.schema.labels import ESConvMeta
@@ -93,31 +92,16 @@ def task_for_corpus(corpus: str) -> TaskSpec:
 
 def dump_sample(sample: Sample) -> str:
     """One sample as a JSON line (without the newline), tagged with :data:`SCHEMA`."""
-    data: dict[str, Any] = {"schema": SCHEMA, **sample.model_dump(mode="json")}
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return dump_tagged(SCHEMA, sample.model_dump(mode="json"))
 
 
-def parse_sample(line: str, *, where: str = "<line>") -> Sample:
+def parse_sample(line: str, where: str = "<line>") -> Sample:
     """One JSON line back into a :class:`Sample`.
 
     Raises:
         InputError: Not JSON, no or another schema tag, or a record that does not validate.
     """
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    tag = data.pop("schema", None)
-    if tag != SCHEMA:
-        raise InputError(f'{where}: expected "schema": "{SCHEMA}", got {tag!r}')
-    try:
-        return Sample.model_validate_json(json.dumps(data))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ()))
-        raise InputError(f"{where}: invalid sample at {field}: {first['msg']}") from None
+    return parse_tagged(line, SCHEMA, Sample, where=where, what="sample")
 
 
 def read_samples(path: Path | str) -> Iterator[Sample]:
@@ -126,52 +110,16 @@ def read_samples(path: Path | str) -> Iterator[Sample]:
     Raises:
         InputError: A missing or unreadable file, or a bad line (named by file and line number).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
-    return _read_lines(path)
-
-
-def _read_lines(path: Path) -> Iterator[Sample]:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield parse_sample(line, where=f"{path}: line {number}")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start} of a line)") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return read_lines(path, parse_sample)
 
 
 def write_samples(path: Path | str, samples: Iterable[Sample]) -> int:
-    """Write samples as JSON lines; returns how many were written.
-
-    The file is written beside its final name and renamed at the end, so an interrupted write
-    never leaves a truncated file under that name.
+    """Write samples as JSON lines (atomically: a stopped write leaves no partial file).
 
     Raises:
         InputError: The directory does not exist or the file cannot be written.
     """
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise InputError(f"{path}: directory {path.parent} does not exist")
-    partial = path.with_name(path.name + ".partial")
-    count = 0
-    try:
-        with partial.open("w", encoding="utf-8") as handle:
-            for sample in samples:
-                handle.write(dump_sample(sample))
-                handle.write("\n")
-                count += 1
-        os.replace(partial, path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return count
+    return write_lines(path, (dump_sample(s) for s in samples))
 
 
 # --------------------------------------------------------------------------------------------
