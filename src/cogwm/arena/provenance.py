@@ -21,26 +21,34 @@ RECORDED_PACKAGES = (
 )
 
 
-def git_revision() -> str | None:
-    """The commit of the cogwm source checkout (``+dirty`` if modified); None outside git."""
-    source = Path(__file__).resolve().parent
+def git_revision(source: Path | None = None) -> str | None:
+    """The commit of the checkout holding ``source`` (default: cogwm's own source), with
+    ``+dirty`` when any tracked file anywhere in that repository is modified (a change in a
+    test helper or a data file changes results as surely as one in the arena); None outside
+    git."""
+    where = source or Path(__file__).resolve().parent
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True, timeout=5
-        )
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
-            cwd=source,
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "HEAD"],
+            cwd=where,
             capture_output=True,
             text=True,
             timeout=5,
         )
-    except (OSError, subprocess.SubprocessError):
+        if top.returncode != 0:
+            return None
+        root, head = top.stdout.split()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
         return None
     suffix = "+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else ""
-    return head.stdout.strip() + suffix
+    return head + suffix
 
 
 def package_versions() -> dict[str, str]:

