@@ -6,6 +6,7 @@ card can be worked out by hand; the numbers asserted here are those hand counts.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -22,7 +23,7 @@ from cogwm import models
 from cogwm.cli.validate import validate
 from cogwm.errors import InputError
 from cogwm.models import Message, register_fake, unregister_fake
-from cogwm.schema import CognitiveState, Emotion, StateItem
+from cogwm.schema import CognitiveState, Dialogue, Emotion, Role, StateItem, Utterance
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.validate import (
     Card,
@@ -39,7 +40,13 @@ from cogwm.simulator.validate.items import (
     annomi_population,
     dailydialog_population,
 )
-from cogwm.simulator.validate.parts import _score_esconv, _score_p4g
+from cogwm.simulator.validate.judges import (
+    JudgedDialogue,
+    judge_all,
+    judge_figures,
+    judged_transcript,
+)
+from cogwm.simulator.validate.parts import NOT_YET, _score_esconv, _score_p4g
 from cogwm.simulator.validate.reader import Reading
 from helpers_validate import write_corpora
 
@@ -224,11 +231,12 @@ def test_failed_calls_count_as_wrong_and_are_reported(data_dir: Path) -> None:
 
 
 def test_unmeasured_parts_are_named_as_left_out(
-    scripted_model: models.Model, data_dir: Path
+    scripted_model: models.Model, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    card = _card(scripted_model, data_dir, parts=["annomi", "judges"])
+    monkeypatch.setitem(NOT_YET, "tomorrow", "not implemented yet")
+    card = _card(scripted_model, data_dir, parts=["annomi", "tomorrow"])
     assert [p.name for p in card.parts] == ["annomi.direction"]
-    assert "not implemented" in card.left_out["judges"]
+    assert card.left_out == {"tomorrow": "not implemented yet"}
 
 
 def test_predict_mode_adds_the_utterance_tier(scripted_model: models.Model, data_dir: Path) -> None:
@@ -317,6 +325,42 @@ def test_esconv_figures_from_readings() -> None:
     # Only a has a final self-report: |1 - 1| = 0.
     assert (figures["final_intensity_mae"].value, figures["final_intensity_mae"].n) == (0.0, 1)
     assert figures["known_groups_auroc"].value == pytest.approx(1.0)
+
+
+def test_judges_score_verdicts_against_the_human_record() -> None:
+    def say_yes_when_thanked(messages: list[Message]) -> str:
+        good = "thank" in messages[-1].content.lower()
+        return json.dumps({"reason": "as read", "good_outcome": good})
+
+    dialogues = [
+        JudgedDialogue("a", "ESC", (("user", "I feel low."), ("user", "Thank you!")), True),
+        JudgedDialogue("b", "ESC", (("user", "I feel low."), ("user", "Whatever.")), False),
+        JudgedDialogue("c", "ESC", (("user", "Thanks, bye."),), False),
+        JudgedDialogue("d", "ESC", (("user", "Ok thank you."),), True),
+    ]
+    register_fake("validate-judge", say_yes_when_thanked)
+    try:
+        model = models.load("fake:validate-judge")
+        verdicts = asyncio.run(judge_all(model, dialogues, seed=0))
+    finally:
+        unregister_fake("validate-judge")
+    assert verdicts == [True, False, True, True]
+    scope = Scope("judges", "judge", Settings(resamples=50, seed=0))
+    figures = {f.metric: f for f in judge_figures(scope, "go", dialogues, verdicts)}
+    # Good ones: 2 of 2 said yes; bad ones: 1 of 2 said no -> (1 + 0.5) / 2.
+    assert figures["go_balanced_accuracy"].value == pytest.approx(0.75)
+    assert figures["go_yes_rate"].value == pytest.approx(0.75)
+    assert figures["go_balanced_accuracy"].baselines.majority == 0.5
+
+
+def test_judged_transcript_keeps_the_opening_and_the_end() -> None:
+    utterances = [
+        Utterance(index=i, speaker=s, role=Role.USER if s == "u" else Role.AGENT, text=str(i))
+        for i, s in enumerate("au" * 12)
+    ]
+    dialogue = Dialogue(id="x:1", corpus="esconv", utterances=utterances)
+    shown = judged_transcript(dialogue)
+    assert [text for _, text in shown] == [str(i) for i in [0, 1, 2, 3, *range(12, 24)]]
 
 
 def test_unknown_part_and_ablation_are_input_errors(

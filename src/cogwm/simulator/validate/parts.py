@@ -21,6 +21,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from cogwm.schema import CognitiveState
 from cogwm.schema.lexicon import INTENSITIES, valence, valence_table
@@ -62,7 +63,10 @@ class PartSpec:
     score: Scorer
 
 
-def sample_items(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
+T = TypeVar("T")
+
+
+def sample_items(items: Sequence[T], limit: int | None, seed: int) -> list[T]:
     """Up to ``limit`` items drawn without replacement with ``seed``, in population order."""
     if limit is None or limit >= len(items):
         return list(items)
@@ -303,6 +307,6 @@ PARTS: dict[str, PartSpec] = {
 
 #: Parts of the full card not measured by this version, with the reason (stated on every card
 #: that asks for them, never silently dropped).
-NOT_YET: dict[str, str] = {
-    "judges": "judges vs human outcomes: not implemented yet",
-}
+NOT_YET: dict[str, str] = {}
+#: The part that measures the model as the arena's judge rather than as the simulator.
+JUDGES = "judges"

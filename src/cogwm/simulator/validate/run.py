@@ -32,7 +32,24 @@ from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
 from cogwm.simulator.validate.card import Card, Figure, PartInfo
 from cogwm.simulator.validate.figures import Scope, Settings, utterance_figures
 from cogwm.simulator.validate.items import Heldout, Item, Population
-from cogwm.simulator.validate.parts import NOT_YET, PARTS, ItemSets, PartSpec, choose, union
+from cogwm.simulator.validate.judges import (
+    LAST_TURNS,
+    OPENING_TURNS,
+    JudgedDialogue,
+    judge_all,
+    judge_figures,
+    judge_sets,
+)
+from cogwm.simulator.validate.parts import (
+    JUDGES,
+    NOT_YET,
+    PARTS,
+    ItemSets,
+    PartSpec,
+    choose,
+    sample_items,
+    union,
+)
 from cogwm.simulator.validate.reader import ABLATIONS, Reading, check_ablation, read_items
 
 #: What the simulator is shown for each item (the training samples' input).
@@ -44,7 +61,7 @@ INPUT = (
 #: The modes of the paper, in the order they run.
 MODES: tuple[Mode, ...] = ("understand", "predict")
 #: The parts measured when none are named.
-DEFAULT_PARTS: tuple[str, ...] = tuple(PARTS)
+DEFAULT_PARTS: tuple[str, ...] = (*PARTS, JUDGES)
 
 
 def check_parts(names: Sequence[str]) -> list[str]:
@@ -53,7 +70,7 @@ def check_parts(names: Sequence[str]) -> list[str]:
     Raises:
         InputError: A name that is neither a part nor a known unmeasured one.
     """
-    known = [*PARTS, *NOT_YET]
+    known = [*PARTS, JUDGES, *NOT_YET]
     unknown = [n for n in names if n not in known]
     if unknown:
         raise InputError(
@@ -100,6 +117,11 @@ class _Bar:
     def part(self, name: str) -> None:
         if self.progress is not None and self.task is not None:
             self.progress.update(self.task, description=f"validate {name}")
+
+    def judged(self, failed: bool) -> None:
+        self.failed += failed
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, advance=1, failed=self.failed)
 
     def done(self, reading: Reading) -> None:
         self.failed += reading.state is None
@@ -161,12 +183,19 @@ def build_card(
         populations = spec.populations(data_dir, heldout)
         sets = choose(populations, limit, seed)
         runs.extend(_Run(spec, mode, populations, sets) for mode in modes)
+    judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in names else {}
     settings = Settings(resamples=resamples, seed=seed)
-    bar = _Bar(sum(len(union(run.sets)) for run in runs), progress, console)
+    calls = sum(len(union(run.sets)) for run in runs) + sum(len(d) for _, d in judged.values())
+    bar = _Bar(calls, progress, console)
     infos: list[PartInfo] = []
     figures: list[Figure] = []
     with bar.progress if bar.progress is not None else nullcontext():
         all_readings = asyncio.run(_read_all(model, runs, bar, seed=seed, ablation=ablation))
+        verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
+    judge_scope = Scope(JUDGES, "judge", settings)
+    for name, (split, dialogues) in judged.items():
+        figures.extend(judge_figures(judge_scope, name, dialogues, verdicts[name]))
+        infos.append(_judge_info(name, split, dialogues, verdicts[name]))
     for run, readings in zip(runs, all_readings, strict=True):
         figures.extend(_score(run, readings, settings))
         infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
@@ -240,6 +269,43 @@ def _part_info(
         n_dialogues=len({item.dialogue_id for item in items}),
         n_calls=len(items),
         n_failed=sum(readings[item.id].state is None for item in items),
+    )
+
+
+def _judged_sets(
+    data_dir: Path, heldout: Heldout, limit: int | None, seed: int
+) -> dict[str, tuple[str, list[JudgedDialogue]]]:
+    return {
+        name: (split, sample_items(dialogues, limit, seed + k))
+        for k, (name, (split, dialogues)) in enumerate(judge_sets(data_dir, heldout).items())
+    }
+
+
+async def _judge_sets(
+    model: Model, judged: Mapping[str, tuple[str, list[JudgedDialogue]]], bar: _Bar, *, seed: int
+) -> dict[str, list[bool | None]]:
+    out = {}
+    for name, (_, dialogues) in judged.items():
+        bar.part(f"{JUDGES} {name}")
+        out[name] = await judge_all(model, dialogues, seed=seed, on_done=bar.judged)
+    return out
+
+
+def _judge_info(
+    name: str, split: str, dialogues: list[JudgedDialogue], verdicts: list[bool | None]
+) -> PartInfo:
+    return PartInfo(
+        name=f"{JUDGES}.{name}",
+        corpus=", ".join(sorted({d.id.split(":", 1)[0] for d in dialogues})),
+        split=split,
+        selection=f"whole conversations (the first {OPENING_TURNS} and the last {LAST_TURNS} "
+        "turns, as the arena's judge reads them)",
+        mode="judge",
+        n_items=len(dialogues),
+        n_population=len(dialogues),
+        n_dialogues=len(dialogues),
+        n_calls=len(dialogues),
+        n_failed=sum(v is None for v in verdicts),
     )
 
 

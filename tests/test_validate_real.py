@@ -1,0 +1,42 @@
+"""The card's item counts on the real corpora, checked against counts made from the raw files.
+
+DailyDialog's official test split has 237 turns labelled anger, sadness or fear and 1,303 labelled
+happiness, anger, sadness, fear or disgust (counted with a plain JSON reader over the unified
+file, both speakers). Skips when the corpora are absent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from cogwm.simulator.validate.items import (
+    DD_LEXICON_LABELS,
+    Heldout,
+    annomi_population,
+    dailydialog_population,
+    esconv_populations,
+    p4g_populations,
+)
+
+
+def test_dailydialog_counts_match_the_raw_files(real_data_dir: Path) -> None:
+    items = dailydialog_population(real_data_dir).items
+    golds = Counter(item.gold for item in items)
+    assert sum(golds[label] for label in DD_LEXICON_LABELS) == 237
+    assert len(items) == 1303
+    assert golds == {"happiness": 1019, "anger": 118, "sadness": 102, "disgust": 47, "fear": 17}
+    assert len({item.dialogue_id for item in items}) == 506
+
+
+def test_annomi_p4g_esconv_counts(real_data_dir: Path) -> None:
+    # Every transcript: the 1,174 change and 541 sustain utterances of AnnoMI-simple.csv are
+    # 1,711 client turns; ties and turns that hold both directions are left out.
+    annomi = Counter(i.gold for i in annomi_population(real_data_dir, Heldout("all")).items)
+    assert annomi == {"change": 1171, "sustain": 537}
+    commitment, final = p4g_populations(real_data_dir, Heldout("all"))
+    assert Counter(i.gold for i in commitment.items) == {"commits": 416, "refuses": 68}
+    assert Counter(i.gold for i in final.items) == {"none": 152, "donated": 148}
+    start, end = esconv_populations(real_data_dir, Heldout("all"))
+    assert len(start.items) == 195
+    assert Counter(i.gold for i in end.items) == {"improved": 195, "failed": 192}
