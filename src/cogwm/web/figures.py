@@ -32,6 +32,10 @@ GRID_DIMENSIONS: dict[str, str] = {
 MAX_INTENSITY = 3
 
 
+#: One run's per-conversation series by (conversation id, dimension).
+SeriesCache = dict[tuple[int, str], list[float | None]]
+
+
 class Curve(NamedTuple):
     """One arm's mean curve with its SEM and how many conversations it covers."""
 
@@ -63,6 +67,7 @@ def curves(
     *,
     nonzero_only: bool = False,
     rescale: tuple[float, float, float, float] | None = None,
+    cache: SeriesCache | None = None,
 ) -> list[Curve]:
     """Per-arm mean curves of ``dimension`` on ``GRID``.
 
@@ -72,7 +77,9 @@ def curves(
         empty: The report's empty B/D/I policy.
         nonzero_only: Drop turns where the value is unknown or zero before interpolating.
         rescale: ``(from_low, from_high, to_low, to_high)`` applied to every value.
+        cache: Series already computed, by (conversation, dimension); filled as it goes.
     """
+    cache = {} if cache is None else cache
     by_arm: dict[str, list[ConversationData]] = {}
     for c in convs:
         by_arm.setdefault(c.arm, []).append(c)
@@ -80,7 +87,10 @@ def curves(
     for arm, mine in sorted(by_arm.items()):
         rows = []
         for c in mine:
-            values = dimension_series(c, dimension, empty)
+            key = (c.id, dimension)
+            if key not in cache:
+                cache[key] = dimension_series(c, dimension, empty)
+            values = cache[key]
             if nonzero_only:
                 values = _nonzero(values)
             if rescale is not None:
@@ -125,20 +135,25 @@ def task_names(data: RunData) -> list[str]:
     return sorted({c.task for c in data.conversations})
 
 
-def trajectory_svgs(data: RunData) -> dict[str, list[str]]:
+def trajectory_svgs(data: RunData, cache: SeriesCache | None = None) -> dict[str, list[str]]:
     """Per task: one chart per dimension (composite first), mean ±1 SEM per arm."""
     charts: dict[str, list[str]] = {}
     for task in task_names(data):
         convs = [c for c in data.conversations if c.task == task]
         arms = sorted({c.arm for c in convs})
         charts[task] = [
-            line_chart(_series(curves(convs, dim, data.empty), arms), title=f"{task}: {title}")
+            line_chart(
+                _series(curves(convs, dim, data.empty, cache=cache), arms),
+                title=f"{task}: {title}",
+            )
             for dim, title in DIMENSIONS.items()
         ]
     return charts
 
 
-def paper_grid(data: RunData, *, nonzero_only: bool = False) -> list[list[str]]:
+def paper_grid(
+    data: RunData, *, nonzero_only: bool = False, cache: SeriesCache | None = None
+) -> list[list[str]]:
     """Rows of panels (task x dimension) with Δ printed, emotion on the score range."""
     rows = []
     for task in task_names(data):
@@ -148,7 +163,9 @@ def paper_grid(data: RunData, *, nonzero_only: bool = False) -> list[list[str]]:
         panels = []
         for dim, title in GRID_DIMENSIONS.items():
             scale = emotion_scale(task) if dim == "emotion" else None
-            found = curves(convs, dim, data.empty, nonzero_only=nonzero_only, rescale=scale)
+            found = curves(
+                convs, dim, data.empty, nonzero_only=nonzero_only, rescale=scale, cache=cache
+            )
             panels.append(
                 line_chart(
                     _series(found, arms),

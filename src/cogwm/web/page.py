@@ -97,6 +97,7 @@ def report_html(
     report: ArenaReport = build_report(data, n_resamples=n_resamples, seed=seed)
     conversations = payload.conversation_records(store, data)
     correlations = report.correlations
+    cache: figures.SeriesCache = {}
     template = environment().from_string(asset("report.html.j2"))
     return str(
         template.render(
@@ -114,9 +115,9 @@ def report_html(
             est=est,
             num=num,
             separated=separated,
-            trajectories=figures.trajectory_svgs(data),
-            grid=figures.paper_grid(data),
-            grid_nonzero=figures.paper_grid(data, nonzero_only=True),
+            trajectories=figures.trajectory_svgs(data, cache),
+            grid=figures.paper_grid(data, cache=cache),
+            grid_nonzero=figures.paper_grid(data, nonzero_only=True, cache=cache),
             heatmap=None
             if correlations is None
             else heatmap(
