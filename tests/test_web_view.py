@@ -167,6 +167,9 @@ def test_paper_grid_prints_each_lines_delta(run_db: Path) -> None:
         assert curve.delta is not None and f"Δ{curve.delta:+.2f}" in esc[1]
 
 
+_ids = iter(range(1, 1000))
+
+
 def _conv(values: list[float | None], arm: str = "a/no_cot") -> ConversationData:
     def state(v: float | None) -> CognitiveState:
         beliefs = [] if v is None else [{"text": "x", "score": v}]
@@ -176,7 +179,16 @@ def _conv(values: list[float | None], arm: str = "a/no_cot") -> ConversationData
 
     agent, condition = arm.split("/")
     return ConversationData(
-        1, "ESC", agent, condition, "s", "max_rounds", 2, [state(v) for v in values], {}, None
+        next(_ids),
+        "ESC",
+        agent,
+        condition,
+        "s",
+        "max_rounds",
+        2,
+        [state(v) for v in values],
+        {},
+        None,
     )
 
 
