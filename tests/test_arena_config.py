@@ -144,3 +144,33 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
     assert result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("error: ")
     assert "agents" in result.stderr
+
+
+def test_the_endpoint_of_an_openai_model_enters_the_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Catches: base_url was left out of the hash, so a run resumed against another server
+    # (other weights under the same model name) counted as the same config.
+    from cogwm.arena.config import config_hash, parse_config
+
+    def raw(url: str) -> dict[str, Any]:
+        model = {"model": "openai:m", "options": {"base_url": url, "timeout_s": 5}}
+        return {
+            "tasks": ["ESC"],
+            "dialogues_per_task": 1,
+            "simulator": model,
+            "agents": [{"name": "a", **model}],
+        }
+
+    here = config_hash(parse_config(raw("http://127.0.0.1:8000/v1")))
+    there = config_hash(parse_config(raw("http://10.0.0.2:8000/v1")))
+    assert here != there
+    assert here == config_hash(parse_config(raw("http://127.0.0.1:8000/v1/")))  # same endpoint
+    monkeypatch.setenv("COGWM_BASE_URL", "http://10.0.0.3:8000/v1")
+    bare = {
+        "tasks": ["ESC"],
+        "dialogues_per_task": 1,
+        "simulator": {"model": "openai:m"},
+        "agents": [{"name": "a", "model": "openai:m"}],
+    }
+    first = config_hash(parse_config(bare))
+    monkeypatch.setenv("COGWM_BASE_URL", "http://10.0.0.4:8000/v1")
+    assert config_hash(parse_config(bare)) != first

@@ -65,3 +65,26 @@ def test_a_failed_structured_call_gets_a_fresh_sample_next_time(
     third: list[CallRecord] = []
     assert _ask(cache, third) == Verdict(ok=True)
     assert len(asked) == 3 and [r.cached for r in third] == [True]
+
+
+def test_the_structured_mode_enters_the_cache_key(tmp_path: Path) -> None:
+    # Catches: a reply produced under a grammar (json_schema) was served from the cache to a
+    # request that an endpoint answers with the schema only in its prompt, and vice versa.
+    from cogwm.models.fake import FakeBackend
+
+    register_fake("modal", lambda messages: '{"ok": true}')
+    try:
+
+        async def ask(**options: object) -> int:
+            model = load("fake:modal", cache=True, cache_path=str(tmp_path / "c.sqlite"), **options)
+            await model.generate_structured("Is it ok?", Verdict, Sampling(seed=1))
+            backend = model.backend
+            assert isinstance(backend, FakeBackend)
+            return backend.calls
+
+        assert asyncio.run(ask()) == 1  # json_schema
+        assert asyncio.run(ask()) == 0  # same mode: from the cache
+        assert asyncio.run(ask(modes=[])) == 1  # prompt only: asked again
+        assert asyncio.run(ask(modes=[])) == 0
+    finally:
+        unregister_fake("modal")

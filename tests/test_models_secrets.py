@@ -182,14 +182,21 @@ def test_failed_call_does_not_carry_the_client_request(leaky_server, monkeypatch
         assert FAKE_KEY not in json.dumps(headers), type(exc).__name__
 
 
-def test_extra_body_enters_the_identity_and_the_endpoint_does_not(leaky_server):
+def test_extra_body_and_the_endpoint_enter_the_identity(leaky_server):
+    # Two servers may serve different weights under one model name: their replies must never
+    # be served for each other from the cache.
     second = leaky_server.replace("127.0.0.1", "localhost")
     plain = load("openai:m", base_url=leaky_server)
     elsewhere = load("openai:m", base_url=second)
     top_k = load("openai:m", base_url=leaky_server, extra_body={"top_k": 5})
-    assert plain.identity == elsewhere.identity == "openai:m"
+    assert plain.identity == f"openai:m@{leaky_server}"
+    assert elsewhere.identity != plain.identity
     assert top_k.identity != plain.identity
-    assert top_k.identity == load("openai:m", base_url=second, extra_body={"top_k": 5}).identity
+    assert (
+        top_k.identity == load("openai:m", base_url=leaky_server, extra_body={"top_k": 5}).identity
+    )
+    both = load("openai:m", base_url=[leaky_server, second])
+    assert both.identity == load("openai:m", base_url=[second, leaky_server]).identity
 
 
 def test_clients_of_finished_event_loops_are_dropped(leaky_server):

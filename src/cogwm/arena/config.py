@@ -93,9 +93,18 @@ class ModelConfig(_Section):
         )
 
     def hashed(self) -> dict[str, Any]:
-        """What of this model changes results."""
+        """What of this model changes results.
+
+        For ``openai:`` models the endpoints count (from ``base_url`` or ``$COGWM_BASE_URL``,
+        without credentials): two servers may serve different weights under one model name.
+        """
         data = self.model_dump(mode="json")
         data["options"] = {k: v for k, v in self.options.items() if k not in _OPTIONS_OUTSIDE_HASH}
+        if self.model.startswith("openai:"):
+            from cogwm.models.openai_api import base_urls, endpoint_label
+
+            urls = base_urls(self.options.get("base_url"))
+            data["endpoints"] = sorted(endpoint_label(u) for u in urls)
         return data
 
 

@@ -41,6 +41,7 @@ def cache_key(
     json_schema: dict[str, Any] | None = None,
     logprobs: int | None = None,
     candidates: list[str] | None = None,
+    mode: str | None = None,
 ) -> str:
     """The hex SHA-256 content address of one request.
 
@@ -52,6 +53,8 @@ def cache_key(
         json_schema: The requested output schema, if any.
         logprobs: Top-k token log-probabilities asked for, if any.
         candidates: Candidate strings scored from the full distribution, if any.
+        mode: The structured-output mode the reply was produced under (a grammar-constrained
+            reply and one that only read the schema in its prompt are not interchangeable).
     """
     payload = {
         "v": _KEY_VERSION,
@@ -63,6 +66,8 @@ def cache_key(
         "logprobs": logprobs,
         "candidates": candidates,
     }
+    if mode is not None:
+        payload["mode"] = mode
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

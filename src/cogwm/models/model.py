@@ -399,14 +399,16 @@ class Model:
         self.stats.calls += 1
         store = self._use_cache(request.sampling, cache)
         key = base_key = None
+        planned: StructuredMode | None = None
         if store is not None:
-            key = base_key = self._key(request)
+            planned = await self._planned_mode(request)
+            key = base_key = self._key(request, planned)
             fresh = store.invalid_count(key) if request.json_schema is not None else 0
             if fresh:
                 # This request failed validation for good before: ask for a new sample (a new
                 # derived seed) instead of replaying the invalid reply from the cache.
                 request = self._effective(asked.model_copy(update={"sample": asked.sample + fresh}))
-                key = self._key(request)
+                key = self._key(request, planned)
             hit = store.get(key)
             if hit is not None:
                 self.stats.cache_hits += 1
@@ -414,9 +416,10 @@ class Model:
                 return outcome._replace(base_key=base_key)
 
         tried: list[str] = []  # endpoints in attempt order, for the failure record
+        used: list[StructuredMode | None] = []  # the structured mode of each attempt
 
         async def attempt() -> BackendReply:
-            return await self._attempt(request, logprobs_optional, tried)
+            return await self._attempt(request, logprobs_optional, tried, used)
 
         try:
             reply, attempts = await with_retries(
@@ -427,13 +430,22 @@ class Model:
             raise self._failed(failure, call_id, started, clock, tag, endpoint) from None
         self.stats.attempts += attempts
         if store is not None and key is not None:
+            if used and used[-1] is not planned:
+                key = self._key(request, used[-1])  # stored under the mode that produced it
             store.put(key, self.identity, reply)
         outcome = self._outcome(
             reply, call_id, started, clock, tag, cached=False, attempts=attempts
         )
         return outcome._replace(base_key=base_key)
 
-    def _key(self, request: BackendRequest) -> str:
+    async def _planned_mode(self, request: BackendRequest) -> StructuredMode | None:
+        """The structured mode a request would be sent in (the first endpoint's best)."""
+        if request.json_schema is None:
+            return None
+        caps = await self.capabilities(self.pool.endpoints[0])
+        return caps.modes[0] if caps.modes else StructuredMode.PROMPT
+
+    def _key(self, request: BackendRequest, mode: StructuredMode | None = None) -> str:
         return cache_key(
             identity=self.identity,
             messages=request.messages,
@@ -442,10 +454,15 @@ class Model:
             json_schema=request.json_schema,
             logprobs=request.logprobs,
             candidates=request.candidates,
+            mode=None if mode is None else mode.value,
         )
 
     async def _attempt(
-        self, request: BackendRequest, logprobs_optional: bool, tried: list[str]
+        self,
+        request: BackendRequest,
+        logprobs_optional: bool,
+        tried: list[str],
+        used: list[StructuredMode | None],
     ) -> BackendReply:
         async with self.pool.slot(avoid=tried[-1] if tried else None) as endpoint:
             tried.append(endpoint)
@@ -463,6 +480,7 @@ class Model:
                     raise
                 self.stats.backend_calls += 1
                 self.stats.by_endpoint[endpoint] += 1
+                used.append(shaped.mode)
                 if reply.endpoint != endpoint:
                     # Not model_copy: this is the hot path, and the reply is already validated.
                     reply.__dict__["endpoint"] = endpoint

@@ -138,7 +138,10 @@ class OpenAIBackend(Backend):
         urls = base_urls(options.base_url)
         self._urls = {endpoint_label(u): u for u in urls}
         self.endpoints = list(self._urls)
-        self.identity = f"openai:{model}" + _extra_body_suffix(options.extra_body)
+        # The endpoints enter the identity: two servers may serve different weights under one
+        # model name, and their replies must never be served for each other from the cache.
+        served = ",".join(sorted(self.endpoints))
+        self.identity = f"openai:{model}@{served}" + _extra_body_suffix(options.extra_body)
         self.default_concurrency = 32
         self.default_timeout_s = 300.0
         self._key = SecretStr(api_key(options.api_key))

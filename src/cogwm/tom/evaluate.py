@@ -173,7 +173,7 @@ async def evaluate(
     """
     _check_history(items, history)
     run = RunInfo(
-        run_id_for(model.spec, condition, seed, history=history),
+        run_id_for(model.identity, condition, seed, history=history),
         model.spec,
         condition,
         teacher,
