@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from cogwm.arena.config import parse_config
 from cogwm.arena.runner import run_arena
+from cogwm.cli.main import main
 from cogwm.store import RunStore
 from helpers_arena import config
 
@@ -101,3 +103,16 @@ def chromium() -> str:
     raise AssertionError(
         "headless Chromium is missing: install Debian's chromium package (apt-get install chromium)"
     )
+
+
+def cogwm(*args: str) -> int:
+    """Run the command line in process; its exit code."""
+    old = sys.argv
+    sys.argv = ["cogwm", *args]
+    try:
+        main()
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    finally:
+        sys.argv = old
+    return 0

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cogwm.cli.main import main
 from cogwm.models import unregister_fake
 from cogwm.schema import CognitiveState
 from cogwm.store import RunStore
 from cogwm.web.export import md_escape, tex_escape
 from helpers_arena import FAKE_NAME, register
-from helpers_web import XSS, make_run
+from helpers_web import XSS, cogwm, make_run
 
 
 @pytest.fixture(autouse=True)
@@ -23,18 +21,6 @@ def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     register()
     yield
     unregister_fake(FAKE_NAME)
-
-
-def cogwm(*args: str) -> int:
-    old = sys.argv
-    sys.argv = ["cogwm", *args]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0
 
 
 def test_markdown_has_every_turn_and_state(

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from cogwm.cli.main import main
 from cogwm.tom.items import Task, write_items
 from cogwm.tom.stats import compute_stats
 from cogwm.tom.store import open_store
 from cogwm.web.page import unpack
 from cogwm.web.tom_page import tom_html
 from helpers_tom import mc_item
-from helpers_web import XSS, Page, external_references
-
-
-def cogwm(*args: str) -> int:
-    old = sys.argv
-    sys.argv = ["cogwm", *args]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0
+from helpers_web import XSS, Page, cogwm, external_references
 
 
 @pytest.fixture()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,6 @@ import numpy as np
 import pytest
 
 from cogwm import tasks
-from cogwm.cli.main import main
 from cogwm.metrics.trajectory import composite_series
 from cogwm.models import unregister_fake
 from cogwm.report import build_report, load_run
@@ -21,7 +19,7 @@ from cogwm.store import RunStore
 from cogwm.web.figures import curves
 from cogwm.web.page import report_html, unpack
 from helpers_arena import FAKE_NAME, register
-from helpers_web import XSS, Page, external_references, make_run
+from helpers_web import XSS, Page, cogwm, external_references, make_run
 
 RESAMPLES = 200
 
@@ -43,18 +41,6 @@ def run_db(tmp_path: Path) -> Path:
 def html(run_db: Path) -> str:
     with RunStore(run_db, create=False) as store:
         return report_html(store, n_resamples=RESAMPLES)
-
-
-def cogwm(*args: str) -> int:
-    old = sys.argv
-    sys.argv = ["cogwm", *args]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0
 
 
 def data_of(html: str) -> dict[str, object]:
