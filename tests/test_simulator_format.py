@@ -213,6 +213,25 @@ def test_unknown_fields_are_null_and_never_tagged_state() -> None:
             assert "null" not in text[start:end]
 
 
+def test_a_conventional_intensity_is_null_and_unknown() -> None:
+    # DailyDialog gives the label only; its intensity is a convention, never a target.
+    partial = PartialState(
+        emotion=EmotionField(
+            kind=FieldKind.VALUE,
+            value=Emotion(label="fear", intensity=2),
+            origin=HUMAN,
+            intensity_known=False,
+        )
+    )
+    out = WorldModelOutput(state=partial.to_state(), utterance="oh no", leave=False)
+    text, spans = render_target(out, partial)
+    assert json.loads(text)["emotion"] == {"label": "fear", "intensity": None}
+    assert '"fear"' in _tagged(text, spans, "state")
+    assert (
+        _tagged(text, spans, "unknown").count("null") == 4
+    )  # intensity, beliefs, desires, intentions
+
+
 def test_unknown_scores_and_leave_are_null_unknown() -> None:
     state = CognitiveState(
         emotion=Emotion(label="hope", intensity=1), beliefs=[StateItem(text="it may work")]

@@ -96,3 +96,5 @@ def test_dailydialog_train_and_val_hold_no_text_twin_of_a_higher_split(
     # and 6 also in validation; ignoring punctuation as well finds at least those.
     assert daily["twins"]["test~train"] >= 124 and daily["twins"]["test~val"] >= 6
     assert daily["dialogues"]["test"] == 1000 and daily["readings"]["test"] == 2000
+    # DailyDialog grades no intensity: it is never a target.
+    assert built.manifest["emotion_intensity_unknown"] >= daily["samples"]["train"] * 0.9

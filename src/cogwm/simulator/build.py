@@ -190,6 +190,7 @@ class _Tally:
         self.provenance: dict[str, Counter[str]] = {f: Counter() for f in STATE_FIELDS}
         self.constraints: Counter[str] = Counter()
         self.fitted: Counter[str] = Counter()
+        self.intensity_unknown = 0
         self.seen = 0
         self.reservoir: list[Sample] = []
         self._rng = random.Random(seed)
@@ -203,6 +204,8 @@ class _Tally:
         for constraint in sample.constraints:
             self.constraints[f"{constraint.target} {constraint.relation}"] += 1
         self.fitted.update(set(fitted))
+        if '"intensity":null' in sample.target:
+            self.intensity_unknown += 1
         self._keep(sample)
 
     def _keep(self, sample: Sample) -> None:
@@ -306,6 +309,7 @@ def _manifest(
         "corpora": {c: _describe_corpus(c, plan, tally) for c, plan in sorted(plans.items())},
         "provenance": {f: dict(sorted(c.items())) for f, c in tally.provenance.items()},
         "constraints": dict(sorted(tally.constraints.items())),
+        "emotion_intensity_unknown": tally.intensity_unknown,
         "targets_fitted": dict(sorted(tally.fitted.items())),
         "token_lengths": lengths,
         "files": {f"{s}.jsonl": _sha256(out / f"{s}.jsonl") for s in SPLITS},

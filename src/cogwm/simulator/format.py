@@ -378,7 +378,8 @@ def render_target(
     The text is compact JSON in the key order of the output models. Keys, braces and commas are
     tagged ``syntax``; emotion and item values ``state``; the utterance and ``leave`` values
     ``utterance``. A field that ``partial`` marks unknown is rendered ``null`` and tagged
-    ``unknown`` (never a training target), as is an item score or ``leave`` that is None. An empty
+    ``unknown`` (never a training target), as is an item score or ``leave`` that is None, and an
+    emotion intensity the source does not know (``intensity_known`` false). An empty
     item list (the source says there is none) is ``[]`` tagged ``state``. Spans are contiguous and
     cover the text exactly.
 
@@ -396,7 +397,8 @@ def render_target(
         target.add(("," if position else "") + f'"{field}":', "syntax")
         kind = partial.kind(field) if partial is not None else FieldKind.VALUE
         if field == "emotion":
-            _add_emotion(target, out.state.emotion, kind)
+            intensity_known = partial is None or partial.emotion.intensity_known
+            _add_emotion(target, out.state.emotion, kind, intensity_known=intensity_known)
         else:
             _add_items(target, getattr(out.state, field), kind, field)
     if out.utterance is not None:
@@ -411,7 +413,9 @@ def render_target(
     return target.text(), target.spans
 
 
-def _add_emotion(target: _Target, emotion: Emotion | None, kind: FieldKind) -> None:
+def _add_emotion(
+    target: _Target, emotion: Emotion | None, kind: FieldKind, *, intensity_known: bool
+) -> None:
     if kind is not FieldKind.VALUE and emotion is not None:
         raise ValueError(f"emotion is {kind.value} but has a value")
     if kind is FieldKind.UNKNOWN:
@@ -424,7 +428,11 @@ def _add_emotion(target: _Target, emotion: Emotion | None, kind: FieldKind) -> N
     target.add('{"label":', "syntax")
     target.add(_json_string(emotion.label), "state")
     target.add(',"intensity":', "syntax")
-    target.add(str(emotion.intensity), "state")
+    if intensity_known:
+        target.add(str(emotion.intensity), "state")
+    else:
+        # The source gives the label only (its intensity is a convention): not a target.
+        target.add("null", "unknown")
     target.add("}", "syntax")
 
 
