@@ -21,9 +21,13 @@ from cogwm.models.llamacpp import ALIASES, fingerprint, resolve_gguf
 COMPLETE_MARKER = ".complete"
 
 
+BASES_DIR_ENV = "COGWM_BASES_DIR"
+
+
 def bases_dir() -> Path:
-    """Where dequantized bases are kept: beside the model reply cache."""
-    return default_cache_path().parent / "bases"
+    """Where dequantized bases are kept: ``$COGWM_BASES_DIR``, else beside the reply cache."""
+    env = os.environ.get(BASES_DIR_ENV)
+    return Path(env) if env else default_cache_path().parent / "bases"
 
 
 def resolve_base(spec: str, cache: Path | None = None) -> Path:
