@@ -45,6 +45,11 @@ def make_run(path: Path, **overrides: Any) -> Path:
             " error = 'HTTP 500 (scripted)', failure_kind = 'infrastructure' WHERE id = ?",
             (last,),
         )
+        # One agent that broke its output format (a finished, scored conversation).
+        db.execute(
+            "UPDATE conversations SET termination = 'agent_failure', failure_kind = 'agent'"
+            " WHERE id = (SELECT MIN(id) FROM conversations WHERE agent = 'cold')"
+        )
     db.close()
     return path
 

@@ -106,8 +106,9 @@ def test_leaderboard_shows_the_report_numbers(run_db: Path, html: str) -> None:
     assert psr == [r.cells["psr"].mean for r in by_cts]  # type: ignore[union-attr]
     # The failed conversation is counted in its arm's row, with its kind.
     failed = Page(html).find("td", data_metric="failed")
-    assert sorted(a.get("title") or "" for a in failed) == ["", "", "", "infrastructure 1"]
+    assert sorted(a.get("title") or "" for a in failed) == ["", "", "agent 1", "infrastructure 1"]
     assert sum(r.errors for r in report.arms) == 1
+    assert sum(r.agent_failures for r in report.arms) == 1
 
 
 def test_markup_in_utterances_stays_data(html: str) -> None:

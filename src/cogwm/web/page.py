@@ -78,6 +78,17 @@ def separated(estimate: MeanEstimate) -> str:
     return "yes" if estimate.ci_low > 0 or estimate.ci_high < 0 else "no"
 
 
+def failure_text(row: ArmRow) -> str:
+    """Failures of an arm by kind: infrastructure (excluded, re-run by --resume) and agent
+    (the agent broke its output format; scored)."""
+    parts = []
+    if row.errors:
+        parts.append(f"infrastructure {row.errors}")
+    if row.agent_failures:
+        parts.append(f"agent {row.agent_failures}")
+    return " · ".join(parts)
+
+
 def ranked(arms: list[ArmRow]) -> list[ArmRow]:
     """Arms by mean CTS, best first (undefined last)."""
     return sorted(arms, key=lambda r: -(c.mean if (c := r.cells.get("cts")) else float("inf")))
@@ -111,7 +122,8 @@ def report_html(
             signed=SIGNED,
             arms=ranked(report.arms),
             go_tasks=sorted({t for row in report.arms for t in row.go_by_task}),
-            failures=payload.failure_counts(store, data.run.id),
+            pass_k=max((r.go_pass_k.k for r in report.arms if r.go_pass_k), default=0),
+            failure_text=failure_text,
             est=est,
             num=num,
             separated=separated,

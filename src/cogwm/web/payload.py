@@ -9,7 +9,6 @@ conversation (failed and unfinished ones with their error). Columns that older s
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
 from cogwm import tasks
@@ -146,16 +145,6 @@ def conversation_records(store: RunStore, data: RunData) -> list[dict[str, Any]]
             )
         )
     return records
-
-
-def failure_counts(store: RunStore, run_id: int) -> dict[str, dict[str, int]]:
-    """Failed conversations per arm and failure kind (``unknown`` where none is stored)."""
-    counts: dict[str, Counter[str]] = {}
-    for row in store.conversations(run_id):
-        if row.status == "failed":
-            arm = arm_name(row.agent, row.condition)
-            counts.setdefault(arm, Counter())[failure_kind(row) or "unknown"] += 1
-    return {arm: dict(sorted(c.items())) for arm, c in sorted(counts.items())}
 
 
 def run_meta(data: RunData) -> dict[str, Any]:
