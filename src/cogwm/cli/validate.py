@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated, NamedTuple
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
 from cogwm.errors import InputError
@@ -161,7 +161,8 @@ def _num(value: float | None) -> str:
 def _print_card(card: Card) -> None:
     limit = "full sets" if card.limit is None else f"limit {card.limit} per part"
     table = Table(
-        "figure", "value", "95% CI", "n", "failed", "majority", "random",
+        Column("figure", overflow="fold", min_width=24),
+        "value", "95% CI", "n", "failed", "majority", "random",
         title=f"validity card: {card.label}",
         caption=f"{card.model_identity}; seed {card.seed}; {limit}; ablation {card.ablation}; "
         f"held out: {card.heldout}",
@@ -201,7 +202,13 @@ def _compare(paths: list[Path], output_format: str) -> None:
     if output_format == "csv":
         typer.echo(to_csv(comparison), nl=False)
         return
-    table = Table("figure", "majority", "random", *comparison.columns, title="validity cards")
+    table = Table(
+        Column("figure", overflow="fold", min_width=24),
+        "majority",
+        "random",
+        *(Column(c, overflow="fold") for c in comparison.columns),
+        title="validity cards",
+    )
     for row in text_rows(comparison):
         table.add_row(*row)
     console.print(table)
