@@ -160,3 +160,27 @@ def test_live_shows_a_run_in_progress(client: TestClient, app_config: ServerConf
         store.add_turn(conversation, idx=1, round=1, role="agent", phase="cold_start", text="Hello")
     (running,) = client.get("/api/runs/0/progress").json()["running"]
     assert running["turns"] == 2 and running["last"] == "Hello"
+
+
+def test_play_a_corpus_scenario(tmp_path: Path, real_data_dir: Path) -> None:
+    from cogwm.arena.scenarios import corpus_scenarios
+    from cogwm.tasks import get
+
+    scenarios = corpus_scenarios(get("ESC"), real_data_dir)[:3]
+    play = tmp_path / "play.sqlite"
+    config = ServerConfig(
+        stores=[play],
+        models=[f"fake:{FAKE_NAME}"],
+        play_store=play,
+        scenarios={"ESC": scenarios},
+    )
+    with TestClient(create_app(config), base_url=BASE) as c:
+        assert scenarios[0].id in c.get("/play").text
+        body = {"task": "ESC", "scenario": scenarios[0].id, "model": 0, "name": "corpus"}
+        view = post(c, "/api/play", body)
+        opening = [t[3] for t in view["turns"]]  # type: ignore[union-attr]
+        assert opening == [t.text for t in scenarios[0].opening]
+        post(c, f"/api/play/{view['id']}/turn", {"text": "I hear you."})
+    with RunStore(play, create=False) as store:
+        (row,) = store.conversations()
+    assert row.scenario == scenarios[0].id and row.scenario_source == scenarios[0].source
