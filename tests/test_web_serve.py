@@ -184,3 +184,22 @@ def test_play_a_corpus_scenario(tmp_path: Path, real_data_dir: Path) -> None:
     with RunStore(play, create=False) as store:
         (row,) = store.conversations()
     assert row.scenario == scenarios[0].id and row.scenario_source == scenarios[0].source
+
+
+def test_report_is_made_again_when_the_store_changes(
+    client: TestClient, app_config: ServerConfig
+) -> None:
+    first = client.get("/runs/0").text
+    assert client.get("/runs/0").text == first
+    with RunStore(app_config.stores[0], create=False) as store:
+        store.db.execute("UPDATE runs SET name = 'renamed'")
+    assert "renamed" in client.get("/runs/0").text
+
+
+def test_serve_cli_refuses_a_missing_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from helpers_web import cogwm
+
+    assert cogwm("serve", "--db", str(tmp_path / "missing.sqlite")) == 2
+    assert "does not exist" in capsys.readouterr().err

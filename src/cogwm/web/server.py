@@ -63,6 +63,19 @@ class State:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     loaded: dict[str, Model] = field(default_factory=dict)
     sessions: dict[str, PlaySession] = field(default_factory=dict)
+    reports: dict[Path, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+
+    def report(self, path: Path) -> str:
+        """The store's HTML report, made again only when the store has changed since."""
+        stamp = tuple(
+            p.stat().st_mtime_ns for p in (path, path.with_name(path.name + "-wal")) if p.exists()
+        )
+        cached = self.reports.get(path)
+        if cached is None or cached[0] != stamp:
+            with RunStore(path, create=False) as store:
+                cached = (stamp, report_html(store, n_resamples=500))
+            self.reports[path] = cached
+        return cached[1]
 
     def model(self, index: int) -> tuple[str, Model]:
         """The allow-listed model at ``index`` (loaded once)."""
@@ -215,9 +228,7 @@ def create_app(config: ServerConfig) -> Starlette:
         return _page(state, "index.html.j2", runs=runs, models=config.models)
 
     async def run_page(request: Request) -> Response:
-        path = state.store(int(request.path_params["index"]))
-        with RunStore(path, create=False) as store:
-            return HTMLResponse(report_html(store, n_resamples=500))
+        return HTMLResponse(state.report(state.store(int(request.path_params["index"]))))
 
     async def live_page(request: Request) -> Response:
         index = int(request.path_params["index"])
