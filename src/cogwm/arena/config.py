@@ -47,6 +47,10 @@ _OPTIONS_OUTSIDE_HASH = frozenset(
         "backoff_max_s",
         "cost_per_1k_prompt",
         "cost_per_1k_completion",
+        # The fake backend's simulated latency and injected failures decide when and whether a
+        # call fails, never what a reply says (a resume after an outage is the same config).
+        "latency_s",
+        "faults",
     }
 )
 #: Option names that would carry a secret: keys come from the environment, never the config.
