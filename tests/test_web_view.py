@@ -227,3 +227,15 @@ def test_quickstart_ends_with_the_report(
     records = data_of(html.read_text())["conversations"]
     assert len(records) == 6  # type: ignore[arg-type]
     assert html.stat().st_size < 5_000_000
+
+
+def test_undefined_composite_draws_no_curve() -> None:
+    from cogwm.metrics.trajectory import EmptyPolicy
+
+    no_emotion = [
+        CognitiveState.model_validate({"beliefs": [{"text": "x", "score": v}]}) for v in (1, 2)
+    ]
+    conv = ConversationData(7, "ESC", "a", "no_cot", "s", "max_rounds", 2, no_emotion, {}, None)
+    assert curves([conv], "comp", EmptyPolicy.ZERO) == []
+    (belief,) = curves([conv], "belief", EmptyPolicy.ZERO)
+    assert belief.delta == 1

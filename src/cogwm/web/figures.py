@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cogwm import tasks
+from cogwm.errors import CogwmError
 from cogwm.metrics.trajectory import EmptyPolicy
 from cogwm.report.data import ConversationData, RunData
 from cogwm.report.plots import DIMENSIONS, GRID, dimension_series, mean_sem, on_grid
@@ -89,7 +90,12 @@ def curves(
         for c in mine:
             key = (c.id, dimension)
             if key not in cache:
-                cache[key] = dimension_series(c, dimension, empty)
+                try:
+                    cache[key] = dimension_series(c, dimension, empty)
+                except CogwmError:
+                    # Undefined here (a task without composite weights, a state without
+                    # emotion): the conversation has no curve, it is not drawn as zero.
+                    cache[key] = []
             values = cache[key]
             if nonzero_only:
                 values = _nonzero(values)
