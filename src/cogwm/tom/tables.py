@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from cogwm.tom.stats import RateRow, StatsReport, not_above_majority
+from cogwm.tom.stats import CrossModelRow, RateRow, StatsReport, not_above_majority
 
 TITLES: dict[str, str] = {
     "table3_rates": "Table 3 — Correctness Rate per model × domain × task (base items)",
@@ -34,6 +34,7 @@ TITLES: dict[str, str] = {
     "position_bias": "Position bias — most chosen letter over every asked order",
     "seeds": "Seeds — CR of every seed of the models run with several",
     "errors": "Errors — the kind of distractor chosen by wrong answers",
+    "cross_model": "Models side by side — CR % per domain × task (base items)",
 }
 
 
@@ -55,14 +56,25 @@ def write_csv(report: StatsReport, directory: Path) -> list[Path]:
             writer = csv.DictWriter(handle, fieldnames=fields)
             writer.writeheader()
             for row in value:
-                writer.writerow({k: _csv_value(v) for k, v in row.model_dump().items()})
+                writer.writerow(_flat(row.model_dump()))
         written.append(path)
     return written
 
 
+def _flat(data: dict[str, Any]) -> dict[str, Any]:
+    """A row for CSV: a dict field (the cross-model rates) becomes one column per key."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}:{k}": _csv_value(v) for k, v in value.items()})
+        else:
+            flat[key] = _csv_value(value)
+    return flat
+
+
 def _fields(rows: Sequence[BaseModel], name: str, report: StatsReport) -> list[str]:
     if rows:
-        return list(type(rows[0]).model_fields)
+        return list(_flat(rows[0].model_dump()))
     annotation = type(report).model_fields[name].annotation
     row_type = getattr(annotation, "__args__", (None,))[0]
     return list(row_type.model_fields) if row_type is not None else []
@@ -165,6 +177,24 @@ def generic_table(rows: Sequence[BaseModel], title: str, name: str) -> Table:
     return _generic_table(rows, title, _PCT.get(name, set()))[0]
 
 
+def cross_model_table(rows: Sequence[CrossModelRow], title: str) -> Table:
+    """The cross-model table: a column per model, baselines beside them."""
+    table = Table(title=title, title_justify="left")
+    models = list(rows[0].rates) if rows else []
+    for column in ("domain", "task", "items", "random %", "majority %", *models):
+        table.add_column(column, justify="left" if column in {"domain", "task"} else "right")
+    for row in rows:
+        table.add_row(
+            row.domain,
+            row.task,
+            str(row.n_items),
+            _fmt(row.random, pct=True),
+            _fmt(row.majority, pct=True),
+            *[_fmt(row.rates[m], pct=True) for m in models],
+        )
+    return table
+
+
 def render_report(report: StatsReport, console: Console) -> None:
     """Print every non-empty table of the report."""
     console.print(
@@ -176,6 +206,8 @@ def render_report(report: StatsReport, console: Console) -> None:
             continue
         if name in _RATE_KEYS:
             console.print(rates_table(rows, title, _RATE_KEYS[name]))
+        elif name == "cross_model":
+            console.print(cross_model_table(rows, title))
         else:
             table, notes = _generic_table(rows, title, _PCT.get(name, set()))
             console.print(table)
