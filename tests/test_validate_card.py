@@ -76,6 +76,8 @@ def _last_user_turn(messages: list[Message]) -> str:
 
 def scripted(messages: list[Message]) -> str:
     prompt = next(m.content for m in messages if m.role == "user")
+    if "Write only what you say next" in prompt:  # the dual baseline's generator (plain text)
+        return "I am scared now."
     if "your reply" in prompt:  # prediction mode: a state and the turn after the history
         state = json.loads(_state(_last_user_turn(messages)))
         return json.dumps({**state, "utterance": "I am glad, really glad.", "leave": False})
@@ -262,6 +264,22 @@ def test_predict_mode_adds_the_utterance_tier(scripted_model: models.Model, data
     assert understood is not None and predicted is not None
     assert understood.value != predicted.value
     assert card.figure("dailydialog.rouge_l[understand]") is None
+
+
+def test_dual_pipeline_reads_the_state_from_its_own_utterance(
+    scripted_model: models.Model, data_dir: Path
+) -> None:
+    card = _card(
+        scripted_model, data_dir, parts=["dailydialog"], modes=["predict"], pipeline="dual"
+    )
+    accuracy = card.figure("dailydialog.emotion_accuracy[predict]")
+    # The generator always says "I am scared now.", which the verifier reads as fear: right on
+    # the one fear turn of five.
+    assert accuracy is not None and accuracy.value == pytest.approx(0.2)
+    assert card.pipeline == "dual" and card.label == "fake:test (dual)"
+    distinct = card.figure("dailydialog.distinct_1[predict]")
+    assert distinct is not None
+    assert distinct.value == pytest.approx(5 / 45)  # i am scared now . (5 of 9 x 5 tokens)
 
 
 def test_heldout_all_takes_every_annomi_transcript(

@@ -57,6 +57,14 @@ def validate(
             show_default=False,
         ),
     ] = None,
+    pipeline: Annotated[
+        str,
+        typer.Option(
+            "--pipeline",
+            help="joint (one structured call: the world model) or dual (baseline: one call "
+            "writes the utterance, a second reads the state from it; prediction mode only).",
+        ),
+    ] = "joint",
     split_seed: Annotated[
         int, typer.Option("--split-seed", help="The seed the samples were split with.")
     ] = 0,
@@ -93,7 +101,9 @@ def validate(
     if heldout not in HELDOUT_RULES:
         raise InputError(f"--heldout must be test or all, got {heldout!r}")
     modes = _split(mode) if mode else ["understand"]
-    options = _Options(limit, seed, ablation, Heldout(heldout, split_seed), modes, label, resamples)
+    options = _Options(
+        limit, seed, ablation, Heldout(heldout, split_seed), modes, pipeline, label, resamples
+    )
     _measure(model, data_dir, parts, options, out, as_json)
 
 
@@ -103,6 +113,7 @@ class _Options(NamedTuple):
     ablation: str
     heldout: Heldout
     modes: list[str]
+    pipeline: str
     label: str | None
     resamples: int
 
@@ -117,12 +128,13 @@ def _measure(
 ) -> None:
     from cogwm import models
     from cogwm.simulator.validate import DEFAULT_PARTS, build_card, card_json, write_card
-    from cogwm.simulator.validate.reader import check_ablation
+    from cogwm.simulator.validate.reader import check_ablation, check_pipeline
     from cogwm.simulator.validate.run import check_modes, check_parts
 
     names = check_parts(_split(parts) if parts else list(DEFAULT_PARTS))
     check_ablation(options.ablation)
     check_modes(options.modes)
+    check_pipeline(options.pipeline)
     if out is not None and out.exists() and out.is_dir():
         raise InputError(f"--out {out} is a directory")
     directory = resolve_data_dir(data_dir)
@@ -138,6 +150,7 @@ def _measure(
         ablation=options.ablation,
         heldout=options.heldout,
         modes=options.modes,
+        pipeline=options.pipeline,
         label=options.label,
         console=err_console,
     )
@@ -165,7 +178,7 @@ def _print_card(card: Card) -> None:
         "value", "95% CI", "n", "failed", "majority", "random",
         title=f"validity card: {card.label}",
         caption=f"{card.model_identity}; seed {card.seed}; {limit}; ablation {card.ablation}; "
-        f"held out: {card.heldout}",
+        f"pipeline {card.pipeline}; held out: {card.heldout}",
     )  # fmt: skip
     for fig in card.figures:
         ci = "-" if fig.ci_low is None or fig.ci_high is None else (

@@ -85,6 +85,9 @@ class Card(_Rec):
     model: str = Field(description="The model address, e.g. 'llamacpp:smollm2'.")
     model_identity: str = Field(description="The backend's identity (file, hash, adapter).")
     ablation: str = Field(default="none", description="Input switch applied to every call.")
+    pipeline: str = Field(
+        default="joint", description="joint (one call) or dual (generator + verifier baseline)."
+    )
     heldout: str = Field(
         default="test", description="Dialogues used where a corpus has no official split."
     )

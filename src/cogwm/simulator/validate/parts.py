@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import TypeVar
 
@@ -67,23 +68,26 @@ T = TypeVar("T")
 
 
 def sample_items(items: Sequence[T], limit: int | None, seed: int) -> list[T]:
-    """Up to ``limit`` items drawn without replacement with ``seed``, in population order."""
+    """Up to ``limit`` items drawn without replacement with ``seed``.
+
+    A sample is kept in the order drawn, so with the same seed a smaller limit gives a prefix of a
+    larger one (CPython's ``random.sample`` draws one item at a time): an interrupted card's
+    finished calls make a smaller card from the model cache.
+    """
     if limit is None or limit >= len(items):
         return list(items)
-    chosen = set(random.Random(seed).sample(range(len(items)), limit))
-    return [item for i, item in enumerate(items) if i in chosen]
+    return [items[i] for i in random.Random(seed).sample(range(len(items)), limit)]
 
 
 def union(sets: ItemSets) -> list[Item]:
-    """Every item of the sets once, in first-seen order (each is read once)."""
+    """Every item of the sets once, taking one from each set in turn (so that the calls made
+    first cover every set alike)."""
     seen: dict[str, Item] = {}
-    for items in sets.values():
-        for item in items:
-            seen.setdefault(item.id, item)
+    for row in zip_longest(*sets.values()):
+        for item in row:
+            if item is not None:
+                seen.setdefault(item.id, item)
     return list(seen.values())
-
-
-# --- DailyDialog ---------------------------------------------------------------------------------
 
 
 def choose(populations: Mapping[str, Population], limit: int | None, seed: int) -> ItemSets:

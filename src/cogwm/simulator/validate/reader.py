@@ -18,9 +18,13 @@ from cogwm.models.model import Model
 from cogwm.models.types import ModelCallError, Sampling, StructuredOutputError
 from cogwm.schema import CognitiveState, Profile
 from cogwm.simulator.format import (
+    UTTERANCE_CHARS,
     Mode,
     WorldModelInput,
     build_messages,
+    describe_profile,
+    fit_text,
+    render_history,
     task_output_models,
     to_state,
 )
@@ -35,6 +39,20 @@ ABLATIONS: dict[str, str] = {
     "no_profile": "without the whole profile",
     "no_anything": "without profile, context and the initial and previous states",
 }
+
+#: How the simulator is called: ``joint`` (one structured call for state and utterance, the world
+#: model) or ``dual`` (DuetSim-style baseline: a plain call writes the utterance, a second call
+#: reads the state from it in understanding mode). Both are the same in understanding mode.
+PIPELINES: tuple[str, ...] = ("joint", "dual")
+
+#: The dual baseline's generator instruction (plain text, no JSON).
+DUAL_GENERATOR = (
+    "You play a {user_role} talking with a {agent_role}. {scenario}\n{about}"
+    "Conversation so far:\n{history}\nWrite only what you say next, in character, in one or "
+    "two sentences."
+)
+#: The dual baseline's budget for the utterance (tokens).
+DUAL_MAX_TOKENS = 80
 
 #: Output budget per call: a state and utterance stay under ~220 tokens in the format.
 MAX_TOKENS = 300
@@ -105,6 +123,47 @@ async def _read_one(
     return Reading(to_state(result.value), None if utterance is None else str(utterance), None)
 
 
+async def _read_dual(model: Model, item: Item, ablation: str, sampling: Sampling) -> Reading:
+    """The dual baseline in prediction mode: generate the utterance, then read the state."""
+    task = tasks.get(item.inp.task)
+    inp = world_model_input(item, "predict", ablation)
+    about = f"Your situation: {inp.context}\n" if inp.context.strip() else ""
+    if inp.profile is not None:
+        about += f"Your profile: {describe_profile(inp.profile)}\n"
+    prompt = DUAL_GENERATOR.format(
+        user_role=task.user_role,
+        agent_role=task.agent_role,
+        scenario=task.scenario,
+        about=about,
+        history=render_history(inp.history, task),
+    )
+    budget = sampling.model_copy(update={"max_tokens": DUAL_MAX_TOKENS})
+    written = await model.generate(prompt, budget, tag="validate.dual.generate")
+    utterance = fit_text(written.text, UTTERANCE_CHARS) or "..."
+    verify = inp.model_copy(
+        update={"history": [*inp.history, ("user", utterance)], "mode": "understand"}
+    )
+    state_model, _ = task_output_models(task)
+    try:
+        result = await model.generate_structured(
+            build_messages(verify, task), state_model, sampling, tag="validate.dual.verify"
+        )
+    except StructuredOutputError as exc:
+        return Reading(None, utterance, f"invalid output: {exc}")
+    return Reading(to_state(result.value), utterance, None)
+
+
+def check_pipeline(name: str) -> str:
+    """``name`` if it is a known pipeline.
+
+    Raises:
+        InputError: An unknown pipeline.
+    """
+    if name not in PIPELINES:
+        raise InputError(f"unknown pipeline {name!r}; choose from {', '.join(PIPELINES)}")
+    return name
+
+
 async def read_items(
     model: Model,
     items: Sequence[Item],
@@ -112,6 +171,7 @@ async def read_items(
     *,
     seed: int,
     ablation: str = "none",
+    pipeline: str = "joint",
     on_done: Callable[[Reading], None] | None = None,
 ) -> list[Reading]:
     """Ask ``model`` about every item (greedy decoding, seeded), in item order.
@@ -130,7 +190,10 @@ async def read_items(
     async def one(item: Item) -> Reading:
         async with gate:
             try:
-                reading = await _read_one(model, item, mode, ablation, sampling)
+                if pipeline == "dual" and mode == "predict":
+                    reading = await _read_dual(model, item, ablation, sampling)
+                else:
+                    reading = await _read_one(model, item, mode, ablation, sampling)
             except ModelCallError as exc:
                 call_errors.append(str(exc))
                 reading = Reading(None, None, f"call failed: {exc}")

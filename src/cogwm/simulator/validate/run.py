@@ -50,7 +50,13 @@ from cogwm.simulator.validate.parts import (
     sample_items,
     union,
 )
-from cogwm.simulator.validate.reader import ABLATIONS, Reading, check_ablation, read_items
+from cogwm.simulator.validate.reader import (
+    ABLATIONS,
+    Reading,
+    check_ablation,
+    check_pipeline,
+    read_items,
+)
 
 #: What the simulator is shown for each item (the training samples' input).
 INPUT = (
@@ -141,6 +147,7 @@ def build_card(
     ablation: str = "none",
     heldout: Heldout = Heldout(),
     modes: Sequence[str] = ("understand",),
+    pipeline: str = "joint",
     label: str | None = None,
     progress: bool = True,
     console: Console | None = None,
@@ -162,6 +169,8 @@ def build_card(
         heldout: Which dialogues of corpora without an official split are items.
         modes: ``understand`` (the real turn is given, the state is asked) and/or ``predict``
             (state and utterance are asked; adds the utterance tier).
+        pipeline: ``joint`` (the world model's one call) or ``dual`` (the generator + verifier
+            baseline; differs in prediction mode only).
         label: Column name in comparisons (default: the address, with the ablation).
         progress: Draw a progress bar on stderr.
         console: Where the bar is drawn.
@@ -172,6 +181,7 @@ def build_card(
     """
     names = check_parts(parts)
     check_ablation(ablation)
+    check_pipeline(pipeline)
     # The human labels use DailyDialog's extension labels (happiness, neutral, ...); registering
     # them up front gives every part and every card the same answer space, whichever parts run.
     extensions.register()
@@ -190,7 +200,9 @@ def build_card(
     infos: list[PartInfo] = []
     figures: list[Figure] = []
     with bar.progress if bar.progress is not None else nullcontext():
-        all_readings = asyncio.run(_read_all(model, runs, bar, seed=seed, ablation=ablation))
+        all_readings = asyncio.run(
+            _read_all(model, runs, bar, seed=seed, ablation=ablation, pipeline=pipeline)
+        )
         verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
     judge_scope = Scope(JUDGES, "judge", settings)
     for name, (split, dialogues) in judged.items():
@@ -200,10 +212,11 @@ def build_card(
         figures.extend(_score(run, readings, settings))
         infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     return Card(
-        label=label or (address if ablation == "none" else f"{address} ({ablation})"),
+        label=label or _label(address, ablation, pipeline),
         model=address,
         model_identity=model.identity,
         ablation=ablation,
+        pipeline=pipeline,
         heldout=f"{heldout.rule} (split seed {heldout.seed})",
         seed=seed,
         limit=limit,
@@ -272,6 +285,15 @@ def _part_info(
     )
 
 
+def _label(address: str, ablation: str, pipeline: str) -> str:
+    switches = [
+        s
+        for s in (ablation if ablation != "none" else "", pipeline if pipeline != "joint" else "")
+        if s
+    ]
+    return f"{address} ({', '.join(switches)})" if switches else address
+
+
 def _judged_sets(
     data_dir: Path, heldout: Heldout, limit: int | None, seed: int
 ) -> dict[str, tuple[str, list[JudgedDialogue]]]:
@@ -310,15 +332,22 @@ def _judge_info(
 
 
 async def _read_all(
-    model: Model, runs: Sequence[_Run], bar: _Bar, *, seed: int, ablation: str
+    model: Model, runs: Sequence[_Run], bar: _Bar, *, seed: int, ablation: str, pipeline: str
 ) -> list[dict[str, Reading]]:
-    """Every run's readings by item id, run after run, in one event loop."""
-    out = []
-    for run in runs:
-        bar.part(f"{run.spec.name} ({run.mode})")
+    """Every run's readings by item id; runs go concurrently, so a local model that answers one
+    call at a time takes them in turn and an interrupted card has calls of every part."""
+
+    async def one(run: _Run) -> dict[str, Reading]:
         items = union(run.sets)
         readings = await read_items(
-            model, items, run.mode, seed=seed, ablation=ablation, on_done=bar.done
+            model,
+            items,
+            run.mode,
+            seed=seed,
+            ablation=ablation,
+            pipeline=pipeline,
+            on_done=bar.done,
         )
-        out.append({item.id: r for item, r in zip(items, readings, strict=True)})
-    return out
+        return {item.id: r for item, r in zip(items, readings, strict=True)}
+
+    return list(await asyncio.gather(*(one(run) for run in runs)))
