@@ -29,15 +29,24 @@ def validate(
     data_dir: DataDirOption = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", min=1, help="Items sampled per part (seeded); default all."),
+        typer.Option("--limit", min=1, help="Items sampled per item set (seeded); default all."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of sampling, decoding, bootstrap.")] = 0,
     parts: Annotated[
         list[str] | None,
-        typer.Option("--parts", help="Parts to measure (repeat or comma-separate); default all."),
+        typer.Option(
+            "--parts",
+            help="Parts to measure: dailydialog, annomi, p4g, esconv, judges (repeat or "
+            "comma-separate); default all.",
+        ),
     ] = None,
     ablation: Annotated[
-        str, typer.Option("--ablation", help="Input switch: none, no_big_five, no_styles, ...")
+        str,
+        typer.Option(
+            "--ablation",
+            help="Input switch: none, no_big_five, no_styles, no_task_features, no_profile, "
+            "no_anything.",
+        ),
     ] = "none",
     heldout: Annotated[
         str,
