@@ -68,3 +68,18 @@ def test_cli(tom_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "DialToM" in out.read_text()
     assert cogwm("view", "--tom-db", str(tmp_path / "none.sqlite"), "--out", str(out)) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_interval_marks_rate_interval_and_baselines() -> None:
+    from cogwm.tom.stats import RateRow
+    from cogwm.web.tom_page import interval_svg
+
+    row = RateRow(
+        n=10, correct=6, unparsed=0, rate=0.6, ci_low=0.3, ci_high=0.85, baseline=0.25,
+        model="m", domain="MI", majority=0.5,
+    )  # fmt: skip
+    svg = str(interval_svg(row, width=108))
+    # x = 4 + value * 100 on a 108-pixel strip.
+    assert 'cx="64.0"' in svg and 'x1="34.0" x2="89.0"' in svg
+    assert 'x1="29.0" x2="29.0"' in svg and 'x1="54.0" x2="54.0"' in svg
+    assert "stroke-dasharray" in svg

@@ -44,6 +44,12 @@ OTHER_TABLES: tuple[tuple[str, str], ...] = (
     ("Easy–Hard gap (Mann–Whitney U, rank-biserial r)", "table6_easy_hard"),
     ("Reasoning injection (McNemar)", "table8_injection"),
     ("Open-ended answers", "open_ended"),
+    ("Circular evaluation (every rotation of the options correct)", "circular"),
+    ("Position bias (answers by shown position)", "position_bias"),
+    ("Correctness per seed", "seeds"),
+    ("Errors", "errors"),
+    ("Across models", "cross_model"),
+    ("Agreement of people", "people_agreement"),
 )
 
 
@@ -61,6 +67,12 @@ def interval_svg(row: RateRow, width: int = 160) -> Markup:
     if row.baseline is not None:
         b = x(row.baseline)
         parts.append(f'<line x1="{b:.1f}" x2="{b:.1f}" y1="1" y2="13" stroke="#D55E00"/>')
+    majority = getattr(row, "majority", None)
+    if majority is not None:
+        m = x(majority)
+        parts.append(
+            f'<line x1="{m:.1f}" x2="{m:.1f}" y1="1" y2="13" stroke="#555" stroke-dasharray="2,1"/>'
+        )
     if row.ci_low is not None and row.ci_high is not None:
         parts.append(
             f'<line x1="{x(row.ci_low):.1f}" x2="{x(row.ci_high):.1f}" y1="7" y2="7"'
