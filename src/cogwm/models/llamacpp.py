@@ -23,6 +23,8 @@ import json
 import os
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -272,7 +274,8 @@ class LlamaCppBackend(Backend):
         from llama_cpp import Llama
 
         try:
-            llm = Llama(**self.llama_kwargs(), logits_all=logits_all)
+            with _plain_weight_buffers():
+                llm = Llama(**self.llama_kwargs(), logits_all=logits_all)
         except (ValueError, RuntimeError) as exc:
             raise ConfigError(
                 f"llamacpp:{self.name}: cannot load {self.path.name}: {exc}"
@@ -380,6 +383,42 @@ class LlamaCppBackend(Backend):
             candidate_logprobs=scores,
             finish_reason="scored",
         )
+
+
+#: Set to 1 to let llama.cpp repack weights into its extra CPU buffer types (AMX and others).
+EXTRA_BUFFERS_ENV = "COGWM_LLAMA_EXTRA_BUFFERS"
+
+_LOAD_LOCK = threading.Lock()
+
+
+@contextmanager
+def _plain_weight_buffers() -> Iterator[None]:
+    """Load weights without llama.cpp's extra buffer types (weight repacking) unless asked.
+
+    Why: a llama-cpp-python built from source on a CPU with AMX repacks the weights for AMX, and
+    that build crashes (segmentation fault) on the first decode. ``Llama`` offers no argument for
+    ``use_extra_bufts``; it reads the defaults from ``llama_model_default_params``, so that
+    function is swapped for the duration of the load (under a lock: loads are rare).
+    """
+    if os.environ.get(EXTRA_BUFFERS_ENV) == "1":
+        yield
+        return
+    import llama_cpp.llama_cpp as raw_bindings  # the module ``Llama`` reads its defaults from
+
+    bindings: Any = raw_bindings
+    original = bindings.llama_model_default_params
+
+    def defaults() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    with _LOAD_LOCK:
+        bindings.llama_model_default_params = defaults
+        try:
+            yield
+        finally:
+            bindings.llama_model_default_params = original
 
 
 def _eval_reusing_prefix(llm: Llama, tokens: list[int]) -> None:
