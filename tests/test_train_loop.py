@@ -194,3 +194,14 @@ def test_accelerate_launch_runs_the_same_command_on_one_cpu_process(base, tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     card = json.loads((out / "training_card.json").read_text())
     assert card["steps"] == 4 and card["world_size"] == 1
+
+
+def test_export_gguf_command_writes_the_lora_for_llama_cpp(uninterrupted, tmp_path, capsys):
+    out = tmp_path / "adapter.gguf"
+    code, err = _cli(
+        ["", "", "", "train", "export-gguf", str(uninterrupted), "--out", str(out)], capsys
+    )
+    assert code == 0, err
+    assert out.stat().st_size > 0 and "28 tensors, r 16, alpha 32" in err
+    code, err = _cli(["", "", "", "train", "export-gguf", str(tmp_path), "--out", str(out)], capsys)
+    assert code == 2 and "not a peft adapter" in err

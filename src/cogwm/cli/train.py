@@ -127,7 +127,8 @@ def train(
     resumed = f", resumed at step {result.resumed_from}" if result.resumed_from else ""
     console.print(
         f"adapter: {result.out} ({card['steps']} steps{resumed}, final loss {card['final_loss']}, "
-        f"{card['tokens_per_s']} tok/s, {card['wall_s']} s)"
+        f"{card['tokens_per_s']} tok/s, {card['wall_s']} s)",
+        soft_wrap=True,
     )
     console.print(f"serve it: hf:{result.base_dir}+{result.out}", soft_wrap=True)
 
@@ -163,5 +164,6 @@ def _export(adapter: Path, out: Path, base_dir: Path | None, dtype: str, *, quie
     if not quiet:
         err_console.print(
             f"wrote {summary.path} ({summary.tensors} tensors, r {summary.rank}, "
-            f"alpha {summary.alpha:g}, {summary.bytes / 1e6:.1f} MB)"
+            f"alpha {summary.alpha:g}, {summary.bytes / 1e6:.1f} MB)",
+            soft_wrap=True,
         )
