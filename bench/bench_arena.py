@@ -86,9 +86,10 @@ def bench_concurrency(conversations: int, concurrency: int, latency: float, fold
     config = parse_config(concurrency_config(conversations, concurrency, latency))
     db = folder / "concurrency.sqlite"
     with RunStore(db) as store:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         summary = asyncio.run(run_arena(config, store, show_progress=False))
         actual = time.perf_counter() - start
+        cpu = time.process_time() - cpu
         turns = store.db.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
         per_conversation = store.db.execute(
             "SELECT COUNT(*) FROM model_calls WHERE conversation_id IS NOT NULL"
@@ -108,7 +109,10 @@ def bench_concurrency(conversations: int, concurrency: int, latency: float, fold
         f"    ideal {ideal:.2f} s, actual {actual:.2f} s -> ideal/actual = {ideal / actual:.2f}"
         f"  (target >= 0.8)"
     )
-    print(f"    {n / actual * 3600:,.0f} conversations/hour, {turns / actual:,.0f} turns/s")
+    print(
+        f"    {n / actual * 3600:,.0f} conversations/hour, {turns / actual:,.0f} turns/s; "
+        f"{cpu:.2f} s of CPU -> {turns / cpu:,.0f} turns per CPU second"
+    )
     return ideal / actual
 
 

@@ -291,25 +291,29 @@ def test_an_unexpected_exception_fails_only_its_conversations(
     assert (summary.finished, summary.skipped) == (3, UNITS - 3)
 
 
-def test_a_store_error_inside_a_unit_fails_only_that_conversation(
+def test_a_store_error_inside_a_unit_fails_only_its_conversations(
     tmp_path: Path, script: Script, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = RunStore.add_turn
+    original = RunStore.add_turns
     broken: list[int] = []
 
-    def flaky(self: RunStore, conversation_id: int, **turn: Any) -> None:
-        if turn["phase"] == "simulated" and not broken:
-            broken.append(conversation_id)
+    def flaky(self: RunStore, rows: list[Any]) -> None:
+        if any(r.phase == "simulated" for r in rows) and not broken:
+            broken.extend(sorted({r.conversation_id for r in rows}))
             raise sqlite3.OperationalError("disk I/O error")
-        original(self, conversation_id, **turn)
+        original(self, rows)
 
-    monkeypatch.setattr(RunStore, "add_turn", flaky)
+    monkeypatch.setattr(RunStore, "add_turns", flaky)
     db = tmp_path / "runs.sqlite"
     summary = _run(db)
-    assert (summary.failed, summary.finished) == (1, UNITS - 1)
+    # The conversations of the one failed group commit fail; every other one finishes.
+    assert (summary.failed, summary.finished) == (len(broken), UNITS - len(broken))
     with RunStore(db) as store:
-        (failed,) = [c for c in store.conversations() if c.status == "failed"]
-    assert failed.id == broken[0] and failed.error == "OperationalError: disk I/O error"
+        failed = [c for c in store.conversations() if c.status == "failed"]
+    assert sorted(c.id for c in failed) == broken
+    assert all(c.error == "OperationalError: disk I/O error" for c in failed)
+    summary = _run(db, resume=True)
+    assert (summary.finished, summary.skipped) == (len(broken), UNITS - len(broken))
 
 
 def test_cancellation_is_never_swallowed(tmp_path: Path, script: Script) -> None:

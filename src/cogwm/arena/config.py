@@ -88,7 +88,8 @@ class ModelConfig(_Section):
 
     def sampling(self, seed: int | None = None) -> Sampling:
         """The sampling parameters for one call."""
-        return Sampling(
+        # The fields were validated with this config; only the seed is new (hot path).
+        return Sampling.model_construct(
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             top_p=self.top_p,

@@ -7,6 +7,7 @@ every round from ``intent_from_round`` on; at most ``max_rounds`` rounds in all.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Protocol
 
 from pydantic import Field
@@ -20,10 +21,11 @@ from cogwm.schema import CognitiveState, Record, Role
 
 
 class TurnSink(Protocol):
-    """Where turns go as they happen (the run store commits each one)."""
+    """Where turns go as they happen (the run store commits them)."""
 
-    def add_turn(self, turn: ArenaTurn) -> None:
-        """Persist one turn before the conversation goes on."""
+    def add_turn(self, turn: ArenaTurn) -> Awaitable[None] | None:
+        """Persist one turn; an awaitable result is awaited before the conversation goes on
+        (the run store resolves it when the turn's transaction has committed)."""
 
 
 class Opening(Record):
@@ -108,8 +110,10 @@ class Orchestrator:
         """
         user = seed if user_seed is None else user_seed
         turns = cold_start_turns(opening.scenario, opening.initial_state, opening.reading_call_id)
-        for turn in turns:
-            sink.add_turn(turn)
+        # All cold-start turns go into one group commit; each is awaited before going on.
+        pending = [stored for turn in turns if (stored := sink.add_turn(turn)) is not None]
+        for stored in pending:
+            await stored
         round_number = COLD_START_ROUNDS
         try:
             while round_number < self.limits.max_rounds:
@@ -126,11 +130,11 @@ class Orchestrator:
                         turns=turns,
                         error=f"agent output: {exc}",
                     )
-                self._append(turns, sink, reply, Role.AGENT, round_number)
+                await self._append(turns, sink, reply, Role.AGENT, round_number)
                 said = await self.simulator.next_turn(
                     opening.setup, turns, seed=derive_seed(user, "user", round_number)
                 )
-                self._append(turns, sink, said, Role.USER, round_number)
+                await self._append(turns, sink, said, Role.USER, round_number)
                 if said.leave:
                     return Outcome(
                         termination=Termination.USER_LEFT, rounds=round_number, turns=turns
@@ -153,7 +157,7 @@ class Orchestrator:
         return verdict.leave
 
     @staticmethod
-    def _append(
+    async def _append(
         turns: list[ArenaTurn], sink: TurnSink, output: TurnOutput, role: Role, round_number: int
     ) -> None:
         turn = ArenaTurn(
@@ -166,5 +170,7 @@ class Orchestrator:
             reasoning=output.reasoning,
             call_id=output.call_id,
         )
-        sink.add_turn(turn)
+        stored = sink.add_turn(turn)
+        if stored is not None:
+            await stored  # the turn is committed before the next model call
         turns.append(turn)

@@ -41,7 +41,7 @@ from cogwm.errors import CogwmError, ConfigError
 from cogwm.models import Model, load, recording
 from cogwm.models.types import CallRecord, ModelCallError
 from cogwm.schema import CognitiveState, Profile, Record, TaskSpec
-from cogwm.store.db import HEARTBEAT_S, PrepRow, RunStore, UnitRow
+from cogwm.store.db import HEARTBEAT_S, PrepRow, RunStore, TurnRow, UnitRow
 
 log = logging.getLogger("cogwm.arena")
 
@@ -87,22 +87,31 @@ class ArenaRunner:
     ):
         self.config = config
         self.digests = digests or Digests(config)
+        self.writer = TurnWriter(store)
         self.store = store
         self.run_id = run_id
         self.progress = progress
         self._load_model = load_model
         self._models: dict[str, Model] = {}
+        self._by_spec: dict[int, tuple[ModelConfig, Model]] = {}
+        # Derived once: the config's properties build a new ModelConfig on every access.
+        self.intent_model = config.intent_model
+        self.judge_model = config.judge_model
         self._preps: dict[tuple[str, str], asyncio.Task[Prep]] = {}
         self._stored_preps = store.preps(run_id)
         self._agent_prompts = config.agent_prompts()
 
     def model(self, spec: ModelConfig) -> Model:
         """One ``Model`` per distinct address and options (the backend is shared anyway)."""
+        known = self._by_spec.get(id(spec))
+        if known is not None and known[0] is spec:  # the hot path: the same config object
+            return known[1]
         key = json.dumps([spec.model, spec.options], sort_keys=True)
         if key not in self._models:
             # A model's own ``cache`` option wins over the run's setting.
             options = {"cache": self.config.cache, **spec.options}
             self._models[key] = self._load_model(spec.model, **options)
+        self._by_spec[id(spec)] = (spec, self._models[key])
         return self._models[key]
 
     async def aclose(self) -> None:
@@ -195,7 +204,7 @@ class ArenaRunner:
         outcome = await self._converse(unit, task, conversation_id)
         if outcome.termination is Termination.ERROR:
             return self._fail(conversation_id, outcome.rounds, outcome.error)
-        judge = self.config.judge_model
+        judge = self.judge_model
         verdict = await judge_good_outcome(
             self.model(judge),
             judge,
@@ -237,7 +246,7 @@ class ArenaRunner:
         simulator = SimulatorParticipant(
             self.model(config.simulator), config.simulator, task, history_turns=config.history_turns
         )
-        detector = IntentDetector(self.model(config.intent_model), config.intent_model, task)
+        detector = IntentDetector(self.model(self.intent_model), self.intent_model, task)
         limits = Limits(max_rounds=config.max_rounds, intent_from_round=config.intent_from_round)
         opening = Opening(
             scenario=unit.scenario,
@@ -245,7 +254,7 @@ class ArenaRunner:
             initial_state=prep.initial_state,
             reading_call_id=prep.call_id,
         )
-        sink = _StoreSink(self.store, conversation_id)
+        sink = _StoreSink(self.writer, conversation_id)
         agent_seed, user_seed = unit.seeds(config)
         outcome = await Orchestrator(agent, simulator, detector, limits).run(
             opening, sink, seed=agent_seed, user_seed=user_seed
@@ -292,26 +301,66 @@ def failure_reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-class _StoreSink:
-    """Writes each turn to the store as it happens (one commit per turn)."""
+class TurnWriter:
+    """Group commit of turns: every turn added during one turn of the event loop is written in
+    one transaction at the start of the next, and each adder's future resolves only when that
+    transaction has committed. Conversations await their turn's future before their next model
+    call, so a killed process still loses at most turns that were never acknowledged.
+    """
 
-    def __init__(self, store: RunStore, conversation_id: int):
+    def __init__(self, store: RunStore):
         self.store = store
+        self._rows: list[TurnRow] = []
+        self._waiting: list[asyncio.Future[None]] = []
+        self._scheduled = False
+
+    def add(self, row: TurnRow) -> asyncio.Future[None]:
+        """Queue one turn; the future resolves when it is committed (or fails with the error)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._rows.append(row)
+        self._waiting.append(done)
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._flush)
+        return done
+
+    def _flush(self) -> None:
+        rows, waiting = self._rows, self._waiting
+        self._rows, self._waiting, self._scheduled = [], [], False
+        try:
+            self.store.add_turns(rows)
+        except Exception as exc:  # each conversation in the batch fails with the store's error
+            for done in waiting:
+                if not done.done():
+                    done.set_exception(exc)
+            return
+        for done in waiting:
+            if not done.done():
+                done.set_result(None)
+
+
+class _StoreSink:
+    """Sends a conversation's turns to the run's group commit."""
+
+    def __init__(self, writer: TurnWriter, conversation_id: int):
+        self.writer = writer
         self.conversation_id = conversation_id
 
-    def add_turn(self, turn: ArenaTurn) -> None:
-        self.store.add_turn(
-            self.conversation_id,
-            idx=turn.index,
-            round=turn.round,
-            role=turn.role.value,
-            phase=turn.phase.value,
-            text=turn.text,
-            state_json=None
-            if turn.state is None
-            else turn.state.model_dump_json(exclude_none=True),
-            reasoning=turn.reasoning,
-            call_id=turn.call_id,
+    def add_turn(self, turn: ArenaTurn) -> asyncio.Future[None]:
+        state = turn.state
+        return self.writer.add(
+            TurnRow(
+                self.conversation_id,
+                turn.index,
+                turn.round,
+                turn.role.value,
+                turn.phase.value,
+                turn.text,
+                None if state is None else state.model_dump_json(exclude_none=True),
+                turn.reasoning,
+                turn.call_id,
+            )
         )
 
 

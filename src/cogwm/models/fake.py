@@ -139,6 +139,7 @@ class FakeBackend(Backend):
     _next: int = 0
     _seen: Counter[int] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _caps: Capabilities | None = None
 
     def __post_init__(self) -> None:
         self.identity = f"fake:{self.name}"
@@ -149,11 +150,13 @@ class FakeBackend(Backend):
 
     async def capabilities(self, endpoint: str) -> Capabilities:
         """The modes and log-probability support given in the options."""
-        return Capabilities(
-            modes=[*self.options.modes, StructuredMode.PROMPT],
-            logprobs=self.options.logprobs,
-            full_logits=self.options.full_logits,
-        )
+        if self._caps is None:
+            self._caps = Capabilities(
+                modes=[*self.options.modes, StructuredMode.PROMPT],
+                logprobs=self.options.logprobs,
+                full_logits=self.options.full_logits,
+            )
+        return self._caps
 
     async def complete(self, request: BackendRequest, endpoint: str) -> BackendReply:
         """Wait the simulated latency, maybe fail, then reply by script."""

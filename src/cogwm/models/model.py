@@ -131,6 +131,18 @@ class _Outcome(NamedTuple):
     base_key: str | None = None  # the cache key of the request as asked (before a fresh sample)
 
 
+#: ``Structured[X]`` per output model, held strongly: pydantic keeps parametrized generics in a
+#: weak cache, so without a reference each call could build the class again (milliseconds).
+_STRUCTURED: dict[type[BaseModel], type[Structured[Any]]] = {}
+
+
+def _structured(output_model: type[T]) -> type[Structured[T]]:
+    found = _STRUCTURED.get(output_model)
+    if found is None:
+        found = _STRUCTURED[output_model] = Structured[output_model]  # type: ignore[valid-type]
+    return found
+
+
 def _validate(completion: Completion, output_model: type[BaseModel]) -> Validation:
     outcome = validate_reply(completion.text, output_model)
     if outcome.error is not None and completion.finish_reason == "length":
@@ -239,7 +251,7 @@ class Model:
         value, error = _validate(first.completion, output_model)
         if value is not None:
             emit(first.record)
-            return Structured[output_model](value=value, completion=first.completion)  # type: ignore[valid-type]
+            return _structured(output_model)(value=value, completion=first.completion)
         self._report_invalid(first.record, error)
         repair = request.model_copy(
             update={"messages": repair_messages(conversation, first.completion.text, str(error))}
@@ -248,7 +260,7 @@ class Model:
         value, error = _validate(second.completion, output_model)
         if value is not None:
             emit(second.record)
-            return Structured[output_model](  # type: ignore[valid-type]
+            return _structured(output_model)(
                 value=value, completion=second.completion, repaired=True
             )
         self._report_invalid(second.record, error)
@@ -297,7 +309,9 @@ class Model:
         """What ``endpoint`` (default: the first) supports, probing it if not done yet."""
         endpoint = endpoint or self.pool.endpoints[0]
         caps = await self.backend.capabilities(endpoint)
-        demoted = self._demoted.get(endpoint, set())
+        demoted = self._demoted.get(endpoint)
+        if not demoted:
+            return caps  # the hot path: nothing demoted, no copy
         return caps.model_copy(update={"modes": [m for m in caps.modes if m not in demoted]})
 
     async def aclose(self) -> None:
@@ -538,7 +552,9 @@ class Model:
             self.stats.prompt_tokens += usage.prompt_tokens
             self.stats.completion_tokens += usage.completion_tokens
             self.stats.cost_usd += cost
-        completion = Completion(
+        # Built without validation (hot path): every field comes from a validated reply or is
+        # computed here with its declared type.
+        completion = Completion.model_construct(
             text=reply.text,
             usage=usage,
             logprobs=reply.logprobs,
@@ -549,7 +565,7 @@ class Model:
             latency_s=latency,
             call_id=call_id,
         )
-        record = CallRecord(
+        record = CallRecord.model_construct(
             call_id=call_id,
             model=self.spec,
             endpoint=reply.endpoint,

@@ -534,6 +534,13 @@ class RunStore:
         with self.transaction():
             self.db.execute(insert, row)
 
+    def add_turns(self, rows: Sequence[TurnRow]) -> None:
+        """Store many turns (of any conversations) in one transaction: a group commit."""
+        with self.transaction():
+            self.db.executemany(
+                f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            )
+
     def turns(self, conversation_id: int) -> list[TurnRow]:
         """The turns of one conversation, in order."""
         rows = self.db.execute(
