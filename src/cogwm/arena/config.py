@@ -88,8 +88,7 @@ class ModelConfig(_Section):
 
     def sampling(self, seed: int | None = None) -> Sampling:
         """The sampling parameters for one call."""
-        # The fields were validated with this config; only the seed is new (hot path).
-        return Sampling.model_construct(
+        return Sampling(
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             top_p=self.top_p,

@@ -207,14 +207,11 @@ class AgentParticipant:
     def messages(self, turns: list[ArenaTurn]) -> list[Message]:
         """The chat the agent sees: its system prompt, then the turns as user/assistant messages."""
         shown = turns[-self.history_turns :]
-        # Built without validation: the roles are fixed here and the texts are stored strings.
         chat = [
-            Message.model_construct(
-                role="assistant" if t.role is Role.AGENT else "user", content=t.text
-            )
+            Message(role="assistant" if t.role is Role.AGENT else "user", content=t.text)
             for t in shown
         ]
-        return [Message.model_construct(role="system", content=self.system_prompt), *chat]
+        return [Message(role="system", content=self.system_prompt), *chat]
 
     async def next_turn(self, turns: list[ArenaTurn], *, seed: int) -> TurnOutput:
         """The agent's reply (under CoT, the reasoning is returned apart from the reply).

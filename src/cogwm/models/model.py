@@ -552,9 +552,7 @@ class Model:
             self.stats.prompt_tokens += usage.prompt_tokens
             self.stats.completion_tokens += usage.completion_tokens
             self.stats.cost_usd += cost
-        # Built without validation (hot path): every field comes from a validated reply or is
-        # computed here with its declared type.
-        completion = Completion.model_construct(
+        completion = Completion(
             text=reply.text,
             usage=usage,
             logprobs=reply.logprobs,
@@ -565,7 +563,7 @@ class Model:
             latency_s=latency,
             call_id=call_id,
         )
-        record = CallRecord.model_construct(
+        record = CallRecord(
             call_id=call_id,
             model=self.spec,
             endpoint=reply.endpoint,
