@@ -183,3 +183,13 @@ def test_the_sample_is_seeded_and_a_larger_limit_extends_it(limit: int) -> None:
     assert [d.id for d in select(dialogues, seed=3)] != [d.id for d in dialogues] or len(
         dialogues
     ) < 3
+
+
+def test_labelled_only_keeps_the_300_annotated_p4g_dialogues(real_data_dir: Path) -> None:
+    from cogwm.annotate.runner import has_fine_labels, select
+    from cogwm.corpora import load
+
+    dialogues = load("persuasionforgood", real_data_dir)
+    chosen = select(dialogues, seed=0, labelled_only=True)
+    assert len(chosen) == 300 and all(has_fine_labels(d) for d in chosen)
+    assert select(dialogues, seed=0, limit=5, labelled_only=True) == chosen[:5]
