@@ -91,6 +91,16 @@ def test_esconv_unmappable_emotion_and_missing_final_stay_unknown(tmp_path: Path
     assert item.states[1].kind("beliefs") is FieldKind.VALUE
 
 
+def test_esconv_missing_final_intensity_leaves_the_last_turn_unknown(tmp_path: Path) -> None:
+    # Catches: a missing final survey value filled from the initial one (or any default) for a
+    # mappable emotion: the survey said nothing about the state after the chat.
+    root = _write_esconv(tmp_path, [_esconv_dialogue("anxiety", "4", None)])
+    item = next(iter(labelled_dialogues("esconv", root, split="train")))
+    assert sorted(item.states) == [1]
+    first = item.states[1].emotion.value
+    assert first is not None and (first.label, first.intensity) == ("anxiety", 3)
+
+
 def test_esconv_unknown_emotion_type_is_an_error(tmp_path: Path) -> None:
     # Catches: a label the release adds being dropped silently instead of reported.
     root = _write_esconv(tmp_path, [_esconv_dialogue("boredom", "4", "2")])
@@ -174,7 +184,11 @@ _SIMPLE = [
 _VOTES = {6: ["sustain", "sustain", "neutral"], 8: ["sustain", "neutral", "sustain", "neutral"]}
 
 
-def _write_annomi(root: Path, votes: dict[int, list[str]] = _VOTES) -> Path:
+def _write_annomi(
+    root: Path,
+    votes: dict[int, list[str]] = _VOTES,
+    simple: list[tuple[int, int, str, str, str, str]] = _SIMPLE,
+) -> Path:
     folder = root / "annomi"
     folder.mkdir(parents=True)
     meta = ["high", "Example", "https://example.org/v", "smoking cessation"]
@@ -195,7 +209,7 @@ def _write_annomi(root: Path, votes: dict[int, list[str]] = _VOTES) -> Path:
                 "client_talk_type",
             ]
         )
-        for t, u, who, text, behaviour, talk in _SIMPLE:
+        for t, u, who, text, behaviour, talk in simple:
             writer.writerow([t, *meta, u, who, f"00:00:{u:02d}", text, behaviour, talk])
     with (folder / "AnnoMI-full.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
@@ -210,7 +224,7 @@ def _write_annomi(root: Path, votes: dict[int, list[str]] = _VOTES) -> Path:
                 "client_talk_type",
             ]
         )
-        for t, u, who, text, behaviour, talk in _SIMPLE:
+        for t, u, who, text, behaviour, talk in simple:
             for annotator, label in enumerate(votes.get(u, [talk])):
                 writer.writerow([t, u, who, text, annotator, behaviour, label])
     return root
@@ -241,6 +255,14 @@ def test_annomi_majority_is_kept_and_only_a_tie_is_dropped(tmp_path: Path) -> No
     # Catches: dropping every utterance the annotators disagreed on (2:1 is a majority).
     item = _annomi(_write_annomi(tmp_path))
     assert [c.value for c in item.states[5].constraints] == [-1.0]
+
+
+def test_annomi_a_turn_of_change_and_sustain_has_no_direction(tmp_path: Path) -> None:
+    # Catches: a client turn whose utterances pull both ways given one of the two signs.
+    mixed = [*_SIMPLE[:4], (0, 4, "client", "But it calms me.", "n/a", "sustain")]
+    item = _annomi(_write_annomi(tmp_path, votes={}, simple=mixed))
+    assert item.states[3].constraints == []
+    assert item.states[3].kind("intentions") is FieldKind.VALUE  # the topic text stays
 
 
 def test_annomi_simple_label_against_the_majority_is_an_error(tmp_path: Path) -> None:
@@ -356,6 +378,21 @@ def test_p4g_refusing_more_keeps_the_earlier_commitment_only_when_there_is_one()
     assert 1 not in item.states
     assert _intention(item, 5) == ("donate to Save the Children", 2.0, "persuasionforgood.I6")
     assert item.states[5].constraints == []
+
+
+def test_p4g_refusing_more_in_the_turn_that_agrees_keeps_that_turns_commitment() -> None:
+    # Catches: disagree-donation-more bringing back an earlier refusal over the commitment the
+    # same turn has just made.
+    item = p4g.label(
+        _p4g_dialogue(
+            [
+                [("disagree-donation", "No.")],
+                [("agree-donation", "OK, I'll give."), ("disagree-donation-more", "No more.")],
+            ]
+        )
+    )
+    assert _intention(item, 3) == ("donate to Save the Children", 2.0, "persuasionforgood.I1")
+    assert [(c.relation, c.value) for c in item.states[3].constraints] == [("at_least", 1.5)]
 
 
 def test_p4g_reactions_set_desire_and_the_profile_is_self_reported() -> None:

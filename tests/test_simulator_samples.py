@@ -19,6 +19,7 @@ from cogwm.cli.main import _register, app
 from cogwm.errors import InputError
 from cogwm.models import load
 from cogwm.schema import Dialogue, Emotion, Profile, Role, StateItem, Utterance
+from cogwm.schema.labels import ESConvMeta, ESConvSurvey
 from cogwm.schema.partial import (
     Constraint,
     EmotionField,
@@ -162,6 +163,39 @@ def test_sample_messages_are_what_the_arena_simulator_sends() -> None:
     assert simulator._messages(setup, arena_turns, "predict") == sample.messages
 
 
+def test_esconv_prompt_shows_the_situation_but_never_the_emotion_type() -> None:
+    # Catches: the seeker's self-reported emotion type (the first seeker turn's gold emotion)
+    # leaking into the prompt through the context.
+    from cogwm.annotate.human import esconv
+
+    dialogue = _dialogue("esconv:test:0", ["Hi.", "Hello.", "What is wrong?", "My boss."])
+    meta = ESConvMeta(
+        experience_type="Current Experience",
+        emotion_type="shame",
+        problem_type="job crisis",
+        situation="I may lose my job.",
+        survey=ESConvSurvey(initial_emotion_intensity=4, final_emotion_intensity=2),
+    )
+    item = esconv.label(dialogue.model_copy(update={"corpus": "esconv", "meta": meta}))
+    samples = _samples(item)
+    assert json.loads(samples[0].target)["emotion"]["label"] == "shame"
+    for sample in samples:
+        assert "I may lose my job. (problem: job crisis)" in sample.messages[0].content
+        prompt = " ".join(m.content for m in sample.messages[:1])
+        prompt += sample.messages[1].content.split("Your state")[0]
+        assert "shame" not in prompt
+
+
+def test_an_unknown_field_has_unknown_provenance_even_with_an_origin() -> None:
+    # Catches: provenance read from the origin alone, so an unknown field that names its
+    # source (e.g. a failed LLM stage) would be reported as labelled.
+    item = _labelled()
+    item.states[3].beliefs = ItemsField(kind=FieldKind.UNKNOWN, origin=LLM)
+    sample = _samples(item)[1]
+    assert sample.provenance["beliefs"] == "unknown"
+    assert json.loads(sample.target)["beliefs"] is None
+
+
 def test_spans_cover_each_target_and_unknown_is_never_state() -> None:
     for sample in _samples(_labelled()):
         assert sample.target_spans[0][0] == 0 and sample.target_spans[-1][1] == len(sample.target)
@@ -267,6 +301,21 @@ def test_seeded_split_is_stable_by_dialogue_and_changes_with_the_seed() -> None:
     assert plan_splits("annomi", dialogues, seed=3) == plan
     other = plan_splits("annomi", dialogues, seed=4)
     assert other.splits != plan.splits
+
+
+def test_seeded_split_keeps_the_readings_of_a_dialogue_together() -> None:
+    # Catches: a seeded split hashed on the reading id, which would put the two sides of one
+    # dialogue (``#A`` / ``#B``) in different splits.
+    dialogues = [
+        _dialogue(f"failed_esconv:{i}#{r}", [f"t{i}", "u"], corpus="failed_esconv")
+        for i in range(60)
+        for r in "AB"
+    ]
+    plan = plan_splits("failed_esconv", dialogues, seed=5)
+    assert plan.rule == "seeded"
+    for i in range(60):
+        assert plan.split_of(f"failed_esconv:{i}#A") == plan.split_of(f"failed_esconv:{i}#B")
+    assert len({plan.split_of(d.id) for d in dialogues}) == 3
 
 
 def test_official_test_without_train_stays_test() -> None:
