@@ -18,7 +18,7 @@ from cogwm.arena.transcript import ArenaTurn, UserSetup
 from cogwm.cli.main import _register, app
 from cogwm.errors import InputError
 from cogwm.models import load
-from cogwm.schema import Dialogue, Emotion, Profile, Role, StateItem, Utterance
+from cogwm.schema import BigFive, Dialogue, Emotion, Profile, Role, StateItem, Utterance
 from cogwm.schema.labels import ESConvMeta, ESConvSurvey
 from cogwm.schema.partial import (
     Constraint,
@@ -360,6 +360,35 @@ def test_sources_merge_field_by_field_with_their_provenance() -> None:
     other.utterances[1].text = "different"
     with pytest.raises(InputError, match="different texts"):
         merge_sources([[human], [LabelledDialogue(dialogue=other)]])
+
+
+def test_merged_profile_keeps_self_reported_traits_and_the_annotators_styles() -> None:
+    # Catches: a human source's self-reported profile (Big Five only) replacing the LLM
+    # export's whole profile, so its communication and decision styles never reach a prompt.
+    traits = BigFive(
+        openness=4, conscientiousness=2, extraversion=3, agreeableness=5, neuroticism=1
+    )
+    human = _labelled()
+    told = Profile(big_five=traits, confidence=3, source="self_report")
+    human = human.model_copy(
+        update={"dialogue": human.dialogue.model_copy(update={"profile": told})}
+    )
+    guessed = Profile(
+        big_five=traits.model_copy(update={"openness": 1.0}),
+        communication_style="terse",
+        decision_style="cautious",
+        task_features={"budget": "small"},
+        confidence=2,
+        source="llm",
+    )
+    llm = LabelledDialogue(dialogue=human.dialogue.model_copy(update={"profile": guessed}))
+    (merged,) = merge_sources([[human], [llm]])
+    profile = merged.dialogue.profile
+    assert profile is not None and profile.big_five == traits  # self-report first
+    assert (profile.communication_style, profile.decision_style) == ("terse", "cautious")
+    assert profile.task_features == {"budget": "small"}
+    system = _samples(merged)[0].messages[0].content
+    assert "openness 4" in system and "talks: terse" in system
 
 
 # ------------------------------------------------------------------------------ build

@@ -29,6 +29,7 @@ from typing import IO, Any, NamedTuple
 
 from cogwm import __version__
 from cogwm.errors import InputError
+from cogwm.schema import Profile
 from cogwm.schema.partial import STATE_FIELDS, LabelledDialogue, PartialState
 from cogwm.simulator.format import format_version
 from cogwm.simulator.samples import (
@@ -130,8 +131,27 @@ def _merge(first: LabelledDialogue, second: LabelledDialogue) -> LabelledDialogu
     states = dict(first.states)
     for index, state in second.states.items():
         states[index] = _merge_state(states[index], state) if index in states else state
-    dialogue = a if a.profile is not None else a.model_copy(update={"profile": b.profile})
+    dialogue = a.model_copy(update={"profile": _merge_profile(a.profile, b.profile)})
     return LabelledDialogue(dialogue=dialogue, states=states)
+
+
+def _merge_profile(first: Profile | None, second: Profile | None) -> Profile | None:
+    """``first``'s profile with the parts it lacks taken from ``second``.
+
+    A human source's profile holds only the self-reported Big Five; an LLM export of the same
+    dialogue adds the styles and task features, which must not be lost to the human one.
+    """
+    if first is None or second is None:
+        return first or second
+    filled = {
+        name: getattr(second, name)
+        for name in ("big_five", "communication_style", "decision_style", "task_features")
+        if not getattr(first, name) and getattr(second, name)
+    }
+    if not filled:
+        return first
+    source = f"{first.source}; {', '.join(filled)}: {second.source}"
+    return first.model_copy(update={**filled, "source": source})
 
 
 def _merge_state(first: PartialState, second: PartialState) -> PartialState:
