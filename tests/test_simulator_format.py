@@ -287,14 +287,17 @@ def test_fit_output_reports_what_it_changed() -> None:
     assert none == [] and clean == _output()
 
 
-def test_scores_round_half_up_onto_the_integer_grid() -> None:
+def test_scores_round_halves_away_from_the_middle_onto_the_integer_grid() -> None:
+    # Catches: every half rounded one way (0.5 and 1.0 would share a score).
     state = CognitiveState(
         emotion=Emotion(label="fear", intensity=2),
         beliefs=[StateItem(text="a", score=0.5), StateItem(text="b", score=1.5)],
+        desires=[StateItem(text="d", score=0.4), StateItem(text="e", score=1.0)],
         intentions=[StateItem(text="c", score=2.7)],
     )
     fitted, _ = fit_output(WorldModelOutput(state=state), ESC)
-    assert [i.score for i in fitted.state.beliefs] == [1.0, 2.0]
+    assert [i.score for i in fitted.state.beliefs] == [0.0, 2.0]
+    assert [i.score for i in fitted.state.desires] == [0.0, 1.0]
     assert fitted.state.intentions[0].score == 2.0  # clipped into the range
 
 

@@ -19,7 +19,14 @@ from cogwm.cli.main import _register, app
 from cogwm.errors import InputError
 from cogwm.models import load
 from cogwm.schema import BigFive, Dialogue, Emotion, Profile, Role, StateItem, Utterance
-from cogwm.schema.labels import ESConvMeta, ESConvSurvey
+from cogwm.schema.labels import (
+    ESConvMeta,
+    ESConvSurvey,
+    P4GMeta,
+    P4GParticipant,
+    P4GSentence,
+    P4GUtteranceLabels,
+)
 from cogwm.schema.partial import (
     Constraint,
     EmotionField,
@@ -194,6 +201,31 @@ def test_an_unknown_field_has_unknown_provenance_even_with_an_origin() -> None:
     sample = _samples(item)[1]
     assert sample.provenance["beliefs"] == "unknown"
     assert json.loads(sample.target)["beliefs"] is None
+
+
+def test_p4g_reaction_levels_stay_apart_on_the_whole_score_grid() -> None:
+    # Catches: halves rounded all one way onto the grammar's whole scores, which gave a
+    # negative reaction to donating (desire 0.5) the neutral reaction's target (1.0).
+    from cogwm.annotate.human import persuasionforgood as p4g
+
+    acts = ("negative", "neutral", "positive")
+    utterances = []
+    for n, act in enumerate(acts):
+        utterances.append(Utterance(index=2 * n, speaker="er", role=Role.AGENT, text="Donate?"))
+        sentence = P4GSentence(text=f"{act}.", ee_label_1=f"{act}-reaction-to-donation")
+        labels = P4GUtteranceLabels(turn=n, sentences=[sentence])
+        utterances.append(
+            Utterance(index=2 * n + 1, speaker="ee", role=Role.USER, text=f"{act}.", labels=labels)
+        )
+    who = P4GParticipant(user_id="u", actual_donation=0.0, num_turns=3)
+    dialogue = Dialogue(
+        id="persuasionforgood:x",
+        corpus="persuasionforgood",
+        utterances=utterances,
+        meta=P4GMeta(annotated=True, persuader=who, persuadee=who),
+    )
+    targets = [json.loads(s.target) for s in _samples(p4g.label(dialogue))]
+    assert [t["desires"][0]["score"] for t in targets] == [0, 1, 2]
 
 
 def test_spans_cover_each_target_and_unknown_is_never_state() -> None:

@@ -498,8 +498,9 @@ def fit_output(out: WorldModelOutput, task: TaskSpec) -> tuple[WorldModelOutput,
 
     Keeps the first :data:`MAX_ITEMS` items per dimension, fits item texts and the utterance with
     :func:`fit_text`, and rounds scores to the task's integer grid where its range has integer
-    ends. Returns the fitted output and the names of the changes (``"items_dropped"``,
-    ``"text_fitted"``, ``"utterance_fitted"``, ``"score_rounded"``), for the caller to count.
+    ends (a half away from the middle of the range). Returns the fitted output and the names of
+    the changes (``"items_dropped"``, ``"text_fitted"``, ``"utterance_fitted"``,
+    ``"score_rounded"``), for the caller to count.
     """
     changes: list[str] = []
 
@@ -537,9 +538,15 @@ def _fit_score(score: float | None, task: TaskSpec, changes: list[str]) -> float
     low, high = task.score_range
     fitted = min(high, max(low, score))
     if _integer_range(task.score_range):
-        # Half up (0.5 -> 1, 1.5 -> 2): the grammar allows whole scores only, and corpus
-        # conventions use halves (LABELS.md); Python's round() would send 0.5 down and 1.5 up.
-        fitted = float(math.floor(fitted + 0.5))
+        # The grammar allows whole scores only, and corpus conventions use halves (LABELS.md:
+        # P4G desire 0.5 / 1.0 / 1.5 for a negative / neutral / positive reaction). A half goes
+        # away from the middle of the range (0.5 -> 0, 1.5 -> 2), so those three levels stay
+        # three; rounding every half up would give a negative reaction the neutral score.
+        middle = (low + high) / 2
+        nearest = math.floor(fitted + 0.5)
+        if fitted - math.floor(fitted) == 0.5 and fitted < middle:
+            nearest -= 1
+        fitted = float(nearest)
     if fitted != score:
         changes.append("score_rounded")
     return fitted
