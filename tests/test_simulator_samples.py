@@ -18,7 +18,17 @@ from cogwm.arena.transcript import ArenaTurn, UserSetup
 from cogwm.cli.main import _register, app
 from cogwm.errors import InputError
 from cogwm.models import load
-from cogwm.schema import BigFive, Dialogue, Emotion, Profile, Role, StateItem, Utterance
+from cogwm.models.types import Message
+from cogwm.schema import (
+    BigFive,
+    CognitiveState,
+    Dialogue,
+    Emotion,
+    Profile,
+    Role,
+    StateItem,
+    Utterance,
+)
 from cogwm.schema.labels import (
     ESConvMeta,
     ESConvSurvey,
@@ -168,6 +178,73 @@ def test_sample_messages_are_what_the_arena_simulator_sends() -> None:
     )
     setup = UserSetup(context=task.scenario, profile=profile)
     assert simulator._messages(setup, arena_turns, "predict") == sample.messages
+
+
+def _arena_and_sample_prompts(dialogue: Dialogue) -> tuple[list[Message], list[Message]]:
+    """The same situation both ways: the arena's simulator after the dialogue's cold start and
+    the corpus's next agent turn, and the sample at the user turn that follows."""
+    from cogwm.arena.orchestrator import cold_start_turns
+    from cogwm.arena.scenarios import scenario_from_dialogue
+
+    task = task_for_corpus(dialogue.corpus)
+    state = CognitiveState(
+        emotion=Emotion(label="anxiety", intensity=2),
+        intentions=[StateItem(text="think it over", score=1.0)],
+    )
+    scenario = scenario_from_dialogue(dialogue, task)
+    assert scenario is not None and scenario.profile is not None
+    opening = cold_start_turns(scenario, state)
+    n = len(opening)
+    agent = dialogue.turns()[n]
+    turns = [
+        *opening,
+        ArenaTurn(index=n, round=3, role=agent.role, phase=Phase.SIMULATED, text=agent.text),
+    ]
+    simulator = SimulatorParticipant(
+        load("fake:schema"), ModelConfig(model="fake:schema"), task, history_turns=8
+    )
+    setup = UserSetup(context=scenario.context, profile=scenario.profile)
+    arena = simulator._messages(setup, turns, "predict")
+    item = LabelledDialogue(dialogue=dialogue, states={n - 1: PartialState.from_state(state, LLM)})
+    (sample,) = [s for s in _samples(item) if s.turn_index == n + 1]
+    return arena, sample.messages
+
+
+def _three_rounds(corpus: str, texts: list[str], **fields: object) -> Dialogue:
+    traits = BigFive(
+        openness=4, conscientiousness=2, extraversion=3, agreeableness=5, neuroticism=1
+    )
+    dialogue = _dialogue(f"{corpus}:0", texts, corpus=corpus)
+    profile = Profile(big_five=traits, communication_style="terse", confidence=2, source="llm")
+    return dialogue.model_copy(update={"profile": profile, **fields})
+
+
+def test_arena_and_sample_prompts_are_byte_identical_for_the_same_situation() -> None:
+    # Catches: the two building the simulator's input differently (history text, window,
+    # states, profile or context), so a trained model would meet prompts it never saw.
+    texts = ["Hi there.", " Hello!  ", "Would you give?", "Maybe.\n", "It helps kids.", "Ok."]
+    texts += ["Great.", "Bye."]
+    arena, sample = _arena_and_sample_prompts(_three_rounds("persuasionforgood", texts))
+    assert "You: Hello!\n" in arena[1].content  # the cold start is stripped
+    assert arena == sample
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the arena's ESConv scenario context adds 'feeling: <emotion_type>', the first "
+    "seeker turn's gold label, which the samples leave out (cogwm.arena.scenarios)",
+)
+def test_arena_and_sample_prompts_are_byte_identical_for_an_esconv_situation() -> None:
+    meta = ESConvMeta(
+        experience_type="Current Experience",
+        emotion_type="shame",
+        problem_type="job crisis",
+        situation="I may lose my job.",
+        survey=ESConvSurvey(initial_emotion_intensity=4),
+    )
+    texts = ["Hi.", "Hello.", "What is wrong?", "My boss.", "I see.", "Yes.", "Go on.", "Ok."]
+    arena, sample = _arena_and_sample_prompts(_three_rounds("esconv", texts, meta=meta))
+    assert arena == sample
 
 
 def test_esconv_prompt_shows_the_situation_but_never_the_emotion_type() -> None:

@@ -186,12 +186,13 @@ def dialogue_samples(
     known: list[CognitiveState] = []
     for index in user_turns:
         partial = item.states.get(index, PartialState())
+        shown = turns[max(0, index - history_turns) : index]
         inp = WorldModelInput(
             task=task.name,
             context=context,
             profile=profile,
             initial_state=known[0] if known else None,
-            history=[(t.role.value, t.text) for t in turns[max(0, index - history_turns) : index]],
+            history=[(t.role.value, shown_text(t.text)) for t in shown],
             previous_state=known[-1] if known else None,
         )
         out = WorldModelOutput(
@@ -216,6 +217,12 @@ def dialogue_samples(
             # Later prompts show the state as the simulator could have said it (fitted), as the
             # arena shows the simulator's own earlier outputs.
             known.append(fitted.state)
+
+
+def shown_text(text: str) -> str:
+    """A corpus turn as the simulator is shown it: stripped, as the arena shows its cold start
+    (``cogwm.arena.scenarios.cold_start``), so the two prompts are the same bytes."""
+    return text.strip() or "..."
 
 
 def provenance(partial: PartialState) -> dict[str, Provenance]:
