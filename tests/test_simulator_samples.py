@@ -50,13 +50,14 @@ from cogwm.schema.partial import (
 from cogwm.simulator import build as build_module
 from cogwm.simulator.build import Source as SampleSource
 from cogwm.simulator.build import build_samples, merge_sources
-from cogwm.simulator.format import WorldModelOutput, render_target
+from cogwm.simulator.format import WorldModelOutput, build_messages, render_target
 from cogwm.simulator.samples import (
     Sample,
     dialogue_samples,
     dump_sample,
     read_samples,
     task_for_corpus,
+    turn_inputs,
     write_samples,
 )
 from cogwm.simulator.splits import base_id, normalised_text, plan_splits
@@ -303,6 +304,17 @@ def test_p4g_reaction_levels_stay_apart_on_the_whole_score_grid() -> None:
     )
     targets = [json.loads(s.target) for s in _samples(p4g.label(dialogue))]
     assert [t["desires"][0]["score"] for t in targets] == [0, 1, 2]
+
+
+def test_turn_inputs_are_the_sample_prompts() -> None:
+    # Catches: a second copy of the input logic drifting from the samples' (what validate asks
+    # a model must be what the model was trained on).
+    item = _labelled()
+    item.states[3].intentions.items[0].score = 1.5
+    task = tasks.get("MI")
+    asked = [build_messages(t.input, task) for t in turn_inputs(item, history_turns=3)]
+    assert asked == [s.messages for s in _samples(item, history_turns=3)]
+    assert [t.turn_index for t in turn_inputs(item)] == [1, 3, 5]
 
 
 def test_spans_cover_each_target_and_unknown_is_never_state() -> None:

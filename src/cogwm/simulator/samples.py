@@ -180,23 +180,10 @@ def dialogue_samples(
     dialogue = item.dialogue
     task = task or task_for_corpus(dialogue.corpus)
     turns = dialogue.turns()
-    user_turns = [t.index for t in turns if t.role is Role.USER]
-    context = sample_context(dialogue, task)
-    profile = sample_profile(dialogue)
-    known: list[CognitiveState] = []
-    for index in user_turns:
-        partial = item.states.get(index, PartialState())
-        shown = turns[max(0, index - history_turns) : index]
-        inp = WorldModelInput(
-            task=task.name,
-            context=context,
-            profile=profile,
-            initial_state=known[0] if known else None,
-            history=[(t.role.value, shown_text(t.text)) for t in shown],
-            previous_state=known[-1] if known else None,
-        )
+    last = max((t.index for t in turns if t.role is Role.USER), default=-1)
+    for index, inp, partial in turn_inputs(item, history_turns=history_turns, task=task):
         out = WorldModelOutput(
-            state=partial.to_state(), utterance=turns[index].text, leave=index == user_turns[-1]
+            state=partial.to_state(), utterance=turns[index].text, leave=index == last
         )
         fitted, changes = fit_output(out, task)
         target, spans = render_target(fitted, partial)
@@ -213,10 +200,51 @@ def dialogue_samples(
             constraints=list(partial.constraints),
         )
         yield BuiltSample(sample, changes)
+
+
+class TurnInput(NamedTuple):
+    """A user turn's index, the simulator's input there, and the turn's partial state."""
+
+    turn_index: int
+    input: WorldModelInput
+    partial: PartialState
+
+
+def turn_inputs(
+    item: LabelledDialogue,
+    *,
+    history_turns: int = DEFAULT_HISTORY_TURNS,
+    task: TaskSpec | None = None,
+) -> Iterator[TurnInput]:
+    """The prediction-mode input of every user turn of ``item``, exactly as its sample shows it.
+
+    The one place that decides what a sample's prompt holds (see :func:`dialogue_samples`), so
+    that anything scoring a model on these turns (``cogwm validate``) asks the same prompt.
+    """
+    dialogue = item.dialogue
+    task = task or task_for_corpus(dialogue.corpus)
+    turns = dialogue.turns()
+    context = sample_context(dialogue, task)
+    profile = sample_profile(dialogue)
+    known: list[CognitiveState] = []
+    for turn in turns:
+        if turn.role is not Role.USER:
+            continue
+        partial = item.states.get(turn.index, PartialState())
+        shown = turns[max(0, turn.index - history_turns) : turn.index]
+        inp = WorldModelInput(
+            task=task.name,
+            context=context,
+            profile=profile,
+            initial_state=known[0] if known else None,
+            history=[(t.role.value, shown_text(t.text)) for t in shown],
+            previous_state=known[-1] if known else None,
+        )
+        yield TurnInput(turn.index, inp, partial)
         if any(partial.kind(f) is FieldKind.VALUE for f in STATE_FIELDS):
             # Later prompts show the state as the simulator could have said it (fitted), as the
             # arena shows the simulator's own earlier outputs.
-            known.append(fitted.state)
+            known.append(fit_output(WorldModelOutput(state=partial.to_state()), task)[0].state)
 
 
 def shown_text(text: str) -> str:
