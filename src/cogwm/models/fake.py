@@ -170,7 +170,9 @@ class FakeBackend(Backend):
             raise BackendError(FailureKind.UNSUPPORTED, f"{request.mode.value} is not supported")
         if self.options.latency_s:
             await asyncio.sleep(self.options.latency_s)
-        digest = _request_digest(request)
+        # The digest drives fault draws and built-in replies; a scripted reply needs neither.
+        needed = self._faulty or self.options.replies is None
+        digest = _request_digest(request) if needed else 0
         draw = self._draw(digest) if self._faulty else _NO_FAULT
         self._inject_failure(draw)
         reply = await self._reply(request, digest)
@@ -294,8 +296,14 @@ def _last_user(messages: list[Message]) -> str:
 
 def _usage(request: BackendRequest, text: str) -> Usage:
     # Whitespace words stand in for tokens: good enough for accounting tests.
-    prompt = sum(len(m.content.split()) for m in request.messages)
+    prompt = sum(_words(m.content) for m in request.messages)
     return Usage(prompt_tokens=prompt, completion_tokens=len(text.split()))
+
+
+@functools.lru_cache(maxsize=8192)
+def _words(text: str) -> int:
+    """Words in a message (cached: a conversation's history is counted again on every call)."""
+    return len(text.split())
 
 
 def _text_reply(request: BackendRequest, text: str) -> BackendReply:
