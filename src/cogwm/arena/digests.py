@@ -84,6 +84,7 @@ class Digests:
         self._prompts = config.agent_prompts()
         self._preps: dict[tuple[str, str], str] = {}
         self._shared: dict[str, str] = {}
+        self._units: dict[str, str] = {}
 
     def prep(self, task: str, scenario: Scenario) -> str:
         """The preparation digest of ``scenario`` (see ``prep_digest``)."""
@@ -115,6 +116,12 @@ class Digests:
 
     def unit(self, unit: Unit) -> str:
         """The digest of one unit: its preparation, participants, prompts, seeds and limits."""
+        found = self._units.get(unit.key)
+        if found is None:
+            found = self._units[unit.key] = self._unit(unit)
+        return found
+
+    def _unit(self, unit: Unit) -> str:
         agent = unit.agent
         return _sha(
             {
