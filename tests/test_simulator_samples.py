@@ -625,3 +625,52 @@ def test_cli_refuses_a_missing_annotations_file(tmp_path: Path) -> None:
     )
     assert isinstance(result.exception, InputError) and "file not found" in str(result.exception)
     assert not (tmp_path / "o").exists()
+
+
+def _cogwm(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run the real entry point; returns stderr after checking exit status 2."""
+    from cogwm.cli.main import main
+
+    monkeypatch.setattr("sys.argv", ["cogwm", *args])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    assert stopped.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_bad_input_is_one_error_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Catches: a traceback or another exit status for the user errors of `annotate labels`
+    # and `samples build`.
+    monkeypatch.delenv("COGWM_DATA_DIR", raising=False)
+    wrong_tag = tmp_path / "wrong.jsonl"
+    wrong_tag.write_text('{"schema": "cogwm.samples/1"}\n')
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("")
+    cases = {
+        "data directory": ["annotate", "labels", "esconv", "--out", str(tmp_path / "l.jsonl")],
+        "does not exist": [
+            *("annotate", "labels", "esconv", "--data-dir", str(tmp_path / "none")),
+            *("--out", str(tmp_path / "l.jsonl")),
+        ],
+        "no human-label mapping": [
+            *("annotate", "labels", "durecdial", "--data-dir", str(tmp_path)),
+            *("--out", str(tmp_path / "l.jsonl")),
+        ],
+        "not empty": ["samples", "build", "--out", str(full), "--annotations", str(wrong_tag)],
+        'expected "schema"': [
+            *("samples", "build", "--out", str(tmp_path / "o1")),
+            *("--annotations", str(wrong_tag)),
+        ],
+        "file not found": [
+            *("samples", "build", "--out", str(tmp_path / "o2")),
+            *("--annotations", str(tmp_path / "none.jsonl")),
+        ],
+    }
+    for problem, args in cases.items():
+        err = _cogwm(monkeypatch, capsys, *args)
+        lines = [line for line in err.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and problem in lines[0], (args, err)
+        assert "Traceback" not in err
