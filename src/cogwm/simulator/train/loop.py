@@ -308,9 +308,17 @@ class _Bar:
     """A rich progress bar with loss, tokens/s and ETA (a no-op when disabled)."""
 
     def __init__(self, enabled: bool, total: int, start: int) -> None:
+        from rich.console import Console
+
         self.progress: Any = None
         self.task: Any = None
-        if enabled:
+        self.total = total
+        self.started = time.monotonic()
+        self.start_step = start
+        self.last_line = 0.0
+        # Without a terminal (a log file) a line every minute replaces the live bar.
+        self.console = Console(stderr=True) if enabled else None
+        if self.console is not None and self.console.is_terminal:
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -328,6 +336,7 @@ class _Bar:
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
+                console=self.console,
             )
             self.task = self.progress.add_task("train", total=total, completed=start, info="")
 
@@ -341,9 +350,18 @@ class _Bar:
             self.progress.stop()
 
     def update(self, step: int, loss: float, tokens_per_s: float) -> None:
+        info = f"loss {loss:.3f} · {tokens_per_s:.0f} tok/s"
         if self.progress is not None:
-            info = f"loss {loss:.3f} · {tokens_per_s:.0f} tok/s"
             self.progress.update(self.task, completed=step, info=info)
+        elif self.console is not None:
+            now = time.monotonic()
+            if now - self.last_line >= 60 or step == self.total:
+                self.last_line = now
+                done = step - self.start_step
+                eta = (now - self.started) / done * (self.total - step) if done else 0.0
+                self.console.print(
+                    f"train {step}/{self.total} {info} · ETA {eta / 60:.1f} min", soft_wrap=True
+                )
 
 
 def _progress(enabled: bool, total: int, start: int) -> _Bar:
