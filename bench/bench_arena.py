@@ -8,9 +8,13 @@
    Target: >= 2,000 turns/s.
 3. ``--embedded N``: N conversations on the embedded model (SmolLM2-135M via llama.cpp, every
    role) with the full protocol; prints conversations per hour on this machine. Slow.
+4. ``--targets``: the orchestration-cost targets, each on 1,000 conversations: turns per CPU
+   second with a 0 ms fake (>= 6,000), ideal/actual with 100 in flight against 50 ms (>= 0.9)
+   and with 1,000 in flight against 250 ms (>= 0.8). Wall-clock ratios mean something only on
+   an otherwise idle machine; turns per CPU second less so.
 
 Usage: python bench/bench_arena.py [--conversations 1000] [--concurrency 100] [--latency 0.05]
-       [--store-turns 20000] [--embedded N] [--embedded-rounds 20]
+       [--store-turns 20000] [--embedded N] [--embedded-rounds 20] [--targets]
 """
 
 from __future__ import annotations
@@ -81,10 +85,13 @@ def concurrency_config(conversations: int, concurrency: int, latency: float) -> 
     }
 
 
-def bench_concurrency(conversations: int, concurrency: int, latency: float, folder: Path) -> float:
+def bench_concurrency(
+    conversations: int, concurrency: int, latency: float, folder: Path
+) -> tuple[float, float]:
+    """``(ideal / actual, turns per CPU second)`` of one run."""
     register_fake(FAKE, _reply)
     config = parse_config(concurrency_config(conversations, concurrency, latency))
-    db = folder / "concurrency.sqlite"
+    db = folder / f"concurrency-{concurrency}-{latency}.sqlite"
     with RunStore(db) as store:
         start, cpu = time.perf_counter(), time.process_time()
         summary = asyncio.run(run_arena(config, store, show_progress=False))
@@ -113,7 +120,7 @@ def bench_concurrency(conversations: int, concurrency: int, latency: float, fold
         f"    {n / actual * 3600:,.0f} conversations/hour, {turns / actual:,.0f} turns/s; "
         f"{cpu:.2f} s of CPU -> {turns / cpu:,.0f} turns per CPU second"
     )
-    return ideal / actual
+    return ideal / actual, turns / cpu
 
 
 def _state_json(i: int) -> str:
@@ -199,6 +206,23 @@ def bench_embedded(conversations: int, rounds: int, folder: Path) -> None:
     )
 
 
+def targets() -> None:
+    """The three orchestration-cost targets of the arena, each on 1,000 conversations."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _, cpu_rate = bench_concurrency(1000, 100, 0.0, folder)
+        at_50ms, _ = bench_concurrency(1000, 100, 0.05, folder)
+        at_250ms, _ = bench_concurrency(1000, 1000, 0.25, folder)
+    checks = [
+        ("turns per CPU second", cpu_rate, 6000.0, ",.0f"),
+        ("ideal/actual, 100 in flight, 50 ms", at_50ms, 0.9, ".2f"),
+        ("ideal/actual, 1,000 in flight, 250 ms", at_250ms, 0.8, ".2f"),
+    ]
+    for name, value, target, fmt in checks:
+        verdict = "ok" if value >= target else "BELOW"
+        print(f"target: {name} {value:{fmt}} (>= {target:{fmt}}) {verdict}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=1000)
@@ -207,10 +231,14 @@ def main() -> None:
     parser.add_argument("--store-turns", type=int, default=20_000)
     parser.add_argument("--embedded", type=int, default=0, metavar="N")
     parser.add_argument("--embedded-rounds", type=int, default=20)
+    parser.add_argument("--targets", action="store_true", help="Run the three cost targets.")
     args = parser.parse_args()
+    if args.targets:
+        targets()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        ratio = bench_concurrency(args.conversations, args.concurrency, args.latency, folder)
+        ratio, _ = bench_concurrency(args.conversations, args.concurrency, args.latency, folder)
         rate = bench_store(args.store_turns, folder)
         if args.embedded:
             bench_embedded(args.embedded, args.embedded_rounds, folder)
