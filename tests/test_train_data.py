@@ -12,9 +12,11 @@ from cogwm.errors import InputError
 from cogwm.simulator.train.data import (
     encode_all,
     encode_sample,
+    load_encoded,
     manifest_hash,
     plan_batches,
     read_train_samples,
+    save_encoded,
     span_weights,
 )
 from helpers_train import CHATML, FIXTURE_SAMPLES, fixture_texts
@@ -167,3 +169,19 @@ def test_a_token_partly_unknown_is_not_learned(tokenizer):
     assert encoded is not None
     learned = _target_text(tokenizer, encoded, lambda w: w > 0)
     assert "null" not in learned and learned.startswith('{"')
+
+
+@needs_tokenizers
+def test_encoded_samples_round_trip_through_the_cache(tokenizer, tmp_path):
+    encoded, _ = encode_all(_samples(), tokenizer, span_weights("joint", 0.3), 4096)
+    save_encoded(tmp_path / "e.npz", encoded, 30, 2)
+    again, n_read, too_long = load_encoded(tmp_path / "e.npz")
+    assert (n_read, too_long) == (30, 2)
+    assert [e.id for e in again] == [e.id for e in encoded]
+    assert [e.ids for e in again] == [e.ids for e in encoded]
+    # Weights come back as float32 values: what the loss uses anyway.
+    assert all(
+        abs(a - b) < 1e-7
+        for x, y in zip(again, encoded, strict=True)
+        for a, b in zip(x.weights, y.weights, strict=True)
+    )

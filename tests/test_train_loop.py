@@ -88,6 +88,7 @@ def test_training_writes_adapter_card_and_curve(uninterrupted):
         "loss.png",
     } <= files
     assert "checkpoints" not in files  # removed once the adapter is saved
+    assert not [f for f in files if f.startswith(".encoded-")]
     card = json.loads((uninterrupted / "training_card.json").read_text())
     assert card["schema"] == "cogwm.train_card/1"
     assert card["steps"] == STEPS and len(card["loss_history"]) == STEPS
@@ -119,6 +120,7 @@ def test_kill_9_then_resume_ends_with_the_same_weights(base, uninterrupted, tmp_
     assert not (out / "training_card.json").exists()
     killed_at = int(latest.read_text().split("-")[1])
     assert 0 < killed_at < STEPS
+    assert len(list(out.glob(".encoded-*.npz"))) == 1  # the resumed run skips the tokenizer
 
     other = _run([*_args(base, out, "--resume"), "--lr", "1e-4"])
     assert other.returncode == 2 and "other data or settings" in other.stderr

@@ -13,6 +13,8 @@ This module needs a tokenizer object but not torch.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -183,3 +185,50 @@ def plan_batches(
             batches.append(current)
     rng.shuffle(batches)
     return batches
+
+
+def encoding_key(
+    samples_file: Path, tokenizer_dir: Path, weights: dict[str, float], max_length: int
+) -> str:
+    """What the encoding of a samples file depends on: the file, the tokenizer, weights, length."""
+    digest = hashlib.sha256()
+    stat = samples_file.stat()
+    digest.update(f"{samples_file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        path = tokenizer_dir / name
+        if path.is_file():
+            digest.update(path.read_bytes())
+    digest.update(json.dumps([sorted(weights.items()), max_length]).encode())
+    return digest.hexdigest()[:16]
+
+
+def save_encoded(path: Path, encoded: Sequence[Encoded], n_read: int, too_long: int) -> None:
+    """Write encoded samples (flat numpy arrays) atomically, so a restart skips the tokenizer."""
+    import numpy as np
+
+    lengths = np.array([len(e.ids) for e in encoded], dtype=np.int64)
+    meta = json.dumps({"ids": [e.id for e in encoded], "n_read": n_read, "too_long": too_long})
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(
+        tmp,
+        ids=np.fromiter((i for e in encoded for i in e.ids), dtype=np.int32),
+        weights=np.fromiter((w for e in encoded for w in e.weights), dtype=np.float32),
+        lengths=lengths,
+        meta=np.array(meta),
+    )
+    os.replace(tmp, path)
+
+
+def load_encoded(path: Path) -> tuple[list[Encoded], int, int]:
+    """What :func:`save_encoded` wrote: the samples, how many were read, how many too long."""
+    import numpy as np
+
+    with np.load(path) as data:
+        meta = json.loads(str(data["meta"]))
+        ids, weights = data["ids"].tolist(), data["weights"].tolist()
+        bounds = np.concatenate([[0], np.cumsum(data["lengths"])]).tolist()
+    encoded = [
+        Encoded(sample_id, ids[start:end], weights[start:end])
+        for sample_id, start, end in zip(meta["ids"], bounds[:-1], bounds[1:], strict=True)
+    ]
+    return encoded, int(meta["n_read"]), int(meta["too_long"])

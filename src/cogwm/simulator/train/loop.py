@@ -36,9 +36,12 @@ from cogwm.simulator.train.config import TrainConfig
 from cogwm.simulator.train.data import (
     Encoded,
     encode_all,
+    encoding_key,
+    load_encoded,
     manifest_hash,
     plan_batches,
     read_train_samples,
+    save_encoded,
     span_weights,
 )
 from cogwm.simulator.train.model import (
@@ -48,6 +51,9 @@ from cogwm.simulator.train.model import (
     target_loss_module,
     trainable_state,
 )
+
+#: Encoded samples kept in the output directory while a run is unfinished.
+ENCODED_PREFIX = ".encoded-"
 
 
 @dataclass(frozen=True)
@@ -115,16 +121,32 @@ def prepare_out(out: Path, resume: bool) -> None:
         raise ConfigError(f"--out {out} is not empty: add --resume to continue that run")
 
 
-def load_data(config: TrainConfig, tokenizer: Any) -> tuple[list[Encoded], int, int]:
-    """Encoded training samples, how many samples were read, how many were too long."""
-    samples = list(read_train_samples(config.samples / "train.jsonl"))
+def load_data(
+    config: TrainConfig, tokenizer: Any, tokenizer_dir: Path, write_cache: bool = True
+) -> tuple[list[Encoded], int, int]:
+    """Encoded training samples, how many samples were read, how many were too long.
+
+    Tokenizing a large samples file takes minutes, so the result is kept in the output
+    directory until the adapter is saved: a resumed run starts training at once.
+    """
+    samples_file = config.samples / "train.jsonl"
     weights = span_weights(config.objective, config.state_weight)
+    if not samples_file.is_file():
+        raise InputError(f"{samples_file}: file not found")
+    key = encoding_key(samples_file, tokenizer_dir, weights, config.max_length)
+    cache = config.out / f"{ENCODED_PREFIX}{key}.npz"
+    if cache.is_file():
+        return load_encoded(cache)
+    samples = list(read_train_samples(samples_file))
     encoded, too_long = encode_all(samples, tokenizer, weights, config.max_length)
     if not encoded:
         raise InputError(
             f"{config.samples}: no sample has a target token to learn within "
             f"--max-length {config.max_length} ({len(samples)} read, {too_long} too long)"
         )
+    if write_cache:
+        config.out.mkdir(parents=True, exist_ok=True)
+        save_encoded(cache, encoded, len(samples), too_long)
     return encoded, len(samples), too_long
 
 
@@ -151,7 +173,9 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
         return TrainResult(config.out, base_dir, finished["steps"], finished, None)
     tokenizer: Any = AutoTokenizer.from_pretrained(str(base_dir))
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    encoded, n_read, too_long = load_data(config, tokenizer)
+    encoded, n_read, too_long = load_data(
+        config, tokenizer, base_dir, write_cache=accelerator.is_main_process
+    )
     manifest = manifest_hash(config.samples)
     run_hash = config.run_hash(manifest)
 
@@ -302,6 +326,8 @@ def _save_adapter(out: Path, peft_model: Any, card: dict[str, Any], history: lis
     plot_loss(out, history, f"{card['base']['spec']} · {card['hyperparameters']['objective']}")
     write_card(out, card)
     shutil.rmtree(checkpoints_dir(out), ignore_errors=True)
+    for cache in out.glob(f"{ENCODED_PREFIX}*.npz"):
+        cache.unlink()
 
 
 class _Bar:
