@@ -203,15 +203,21 @@ class AgentParticipant:
         if condition is Condition.COT:
             parts.append(AGENT_COT.render(user_role=task.user_role))
         self.system_prompt = "\n".join(p for p in parts if p)
+        self._system = Message(role="system", content=self.system_prompt)
+        self._chat: dict[int, tuple[ArenaTurn, Message]] = {}
 
     def messages(self, turns: list[ArenaTurn]) -> list[Message]:
         """The chat the agent sees: its system prompt, then the turns as user/assistant messages."""
         shown = turns[-self.history_turns :]
-        chat = [
-            Message(role="assistant" if t.role is Role.AGENT else "user", content=t.text)
-            for t in shown
-        ]
-        return [Message(role="system", content=self.system_prompt), *chat]
+        return [self._system, *(self._message(t) for t in shown)]
+
+    def _message(self, turn: ArenaTurn) -> Message:
+        # Each turn becomes a message once per conversation, not once per call that shows it.
+        known = self._chat.get(id(turn))
+        if known is None or known[0] is not turn:
+            role = "assistant" if turn.role is Role.AGENT else "user"
+            known = self._chat[id(turn)] = (turn, Message(role=role, content=turn.text))
+        return known[1]
 
     async def next_turn(self, turns: list[ArenaTurn], *, seed: int) -> TurnOutput:
         """The agent's reply (under CoT, the reasoning is returned apart from the reply).

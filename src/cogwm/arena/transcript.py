@@ -56,5 +56,5 @@ def derive_seed(*parts: object) -> int:
 
     Derived by hashing, so a unit's seed depends on what it is and never on scheduling order.
     """
-    text = "\x1f".join(str(p) for p in parts)
+    text = "\x1f".join(map(str, parts))
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF

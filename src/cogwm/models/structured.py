@@ -119,6 +119,13 @@ class Validation(NamedTuple):
 
 def validate_reply(text: str, output_model: type[BaseModel]) -> Validation:
     """Validate ``text`` (after ``extract_json``) against ``output_model``."""
+    if text.startswith("{") and text.endswith("}"):
+        # The common case, a bare JSON object: validated as it is, without decoding and
+        # re-encoding it first; anything that fails goes the tolerant way below.
+        try:
+            return Validation(output_model.model_validate_json(text), None)
+        except ValidationError:
+            pass
     try:
         return Validation(output_model.model_validate_json(extract_json(text)), None)
     except ValidationError as exc:
