@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cogwm.tom.items import Task, write_items
-from cogwm.tom.stats import compute_stats
+from cogwm.tom.stats import store_stats
 from cogwm.tom.store import open_store
 from cogwm.web.page import unpack
 from cogwm.web.tom_page import tom_html
@@ -33,7 +33,7 @@ def tom_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_rates_and_every_answer(tom_db: Path) -> None:
     with open_store(tom_db, must_exist=True) as store:
         html = tom_html(store)
-        report = compute_stats(store.scored_answers(), store.open_scores())
+        report = store_stats(store)
         answers = store.answers()
         items = store.items()
     assert external_references(html) == []

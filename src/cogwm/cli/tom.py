@@ -975,18 +975,12 @@ def stats_command(
     ] = False,
 ) -> None:
     """The paper's tables: CR with intervals, the gaps and their tests, correlations, curves."""
-    from cogwm.tom.distractors import option_kinds
-    from cogwm.tom.stats import ChoiceRecord, compute_stats
+    from cogwm.tom.stats import store_stats
     from cogwm.tom.store import open_store
     from cogwm.tom.tables import render_report, report_json, write_csv
-    from cogwm.tom.templates import answer_classes
 
     with open_store(db, must_exist=True) as store:
-        choices = [ChoiceRecord(*c) for c in store.choice_records()]
-        items = store.items()
-        kinds = {i: option_kinds(item) for i, item in items.items()} if errors else None
-        classes = {i: answer_classes(item) for i, item in items.items()}
-        report = compute_stats(store.scored_answers(), store.open_scores(), choices, kinds, classes)
+        report = store_stats(store, errors=errors)
     if csv_dir is not None:
         written = write_csv(report, csv_dir)
         err_console.print(f"{len(written)} tables written to {csv_dir}")

@@ -64,7 +64,7 @@ from cogwm.stats import (
 from cogwm.stats._validate import StatsInputError
 from cogwm.tom.evaluate import PLAIN
 from cogwm.tom.items import BASE_VARIANTS, Task, Variant
-from cogwm.tom.store import OpenScoreRow, ScoredAnswer
+from cogwm.tom.store import OpenScoreRow, ScoredAnswer, ToMStore
 
 CONFIDENCE = 0.95
 #: Pearson and Spearman need at least this many paired cells.
@@ -975,3 +975,19 @@ def compute_stats(
             classes,
         ),
     )
+
+
+def store_stats(store: ToMStore, *, errors: bool = True) -> StatsReport:
+    """Every table of ``cogwm tom stats`` for a store: the one place that gathers the inputs
+    (asked orders, option kinds, answer classes) so the CLI and the HTML report agree.
+
+    ``errors=False`` skips the error analysis (its option kinds cost a pass over every item).
+    """
+    from cogwm.tom.distractors import option_kinds
+    from cogwm.tom.templates import answer_classes
+
+    choices = [ChoiceRecord(*c) for c in store.choice_records()]
+    items = store.items()
+    kinds = {i: option_kinds(item) for i, item in items.items()} if errors else None
+    classes = {i: answer_classes(item) for i, item in items.items()}
+    return compute_stats(store.scored_answers(), store.open_scores(), choices, kinds, classes)

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from cogwm.tom.items import ToMItem
-from cogwm.tom.stats import RateRow, StatsReport, compute_stats
+from cogwm.tom.stats import RateRow, StatsReport, store_stats
 from cogwm.tom.store import AnswerRow, RunInfo, ToMStore, open_store
 from cogwm.web.page import asset, environment, pack
 
@@ -160,7 +160,7 @@ def tom_html(store: ToMStore) -> str:
     """The whole DialToM report of ``store`` as one HTML document."""
     from cogwm import __version__
 
-    report: StatsReport = compute_stats(store.scored_answers(), store.open_scores())
+    report: StatsReport = store_stats(store)
     items = store.items()
     answers = store.answers()
     used = {a.item_id for a in answers}
