@@ -42,6 +42,7 @@ from cogwm.simulator.validate.items import (
 )
 from cogwm.simulator.validate.judges import (
     JudgedDialogue,
+    intent_probes,
     judge_all,
     judge_figures,
     judged_transcript,
@@ -369,6 +370,34 @@ def test_judges_score_verdicts_against_the_human_record() -> None:
     assert figures["go_balanced_accuracy"].value == pytest.approx(0.75)
     assert figures["go_yes_rate"].value == pytest.approx(0.75)
     assert figures["go_balanced_accuracy"].baselines.majority == 0.5
+
+
+def test_intent_detector_probes_at_the_end_and_half_way() -> None:
+    def ended_on_goodbye(messages: list[Message]) -> str:
+        # A transcript line ("Seeker: ...") saying bye; the instruction itself mentions goodbyes.
+        said = re.search(r"^\w+: .*\bbye\b", messages[-1].content, flags=re.MULTILINE)
+        return json.dumps({"ended": said is not None})
+
+    texts = ["hi", "hello", "I feel low", "why", "work", "I see", "ok", "thanks, bye", "bye"]
+    utterances = [
+        Utterance(index=i, speaker="s" if i % 2 else "u", role=Role.AGENT if i % 2 else Role.USER,
+                  text=t)
+        for i, t in enumerate(texts)
+    ]  # fmt: skip
+    probes = intent_probes(
+        Dialogue(id="esconv:test:1", corpus="esconv", utterances=utterances), "ESC"
+    )
+    # 5 user turns: the middle cut ends after the third (turn index 4).
+    assert [(p.id, p.good, len(p.transcript)) for p in probes] == [
+        ("esconv:test:1@end", True, 9),
+        ("esconv:test:1@middle", False, 5),
+    ]
+    register_fake("validate-intent", ended_on_goodbye)
+    try:
+        verdicts = asyncio.run(judge_all(models.load("fake:validate-intent"), probes, seed=0))
+    finally:
+        unregister_fake("validate-intent")
+    assert verdicts == [True, False]
 
 
 def test_judged_transcript_keeps_the_opening_and_the_end() -> None:

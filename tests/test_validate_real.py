@@ -40,3 +40,15 @@ def test_annomi_p4g_esconv_counts(real_data_dir: Path) -> None:
     start, end = esconv_populations(real_data_dir, Heldout("all"))
     assert len(start.items) == 195
     assert Counter(i.gold for i in end.items) == {"improved": 195, "failed": 192}
+
+
+def test_judge_sets_on_the_real_corpora(real_data_dir: Path) -> None:
+    from cogwm.simulator.validate.judges import judge_sets
+
+    sets = judge_sets(real_data_dir, Heldout("all"))
+    _, p4g = sets["good_outcome_p4g"]
+    assert (len(p4g), sum(d.good for d in p4g)) == (300, 148)
+    _, esconv = sets["good_outcome_esconv"]
+    assert (len(esconv), sum(d.good for d in esconv)) == (195 + 196, 195)
+    _, intent = sets["intent_esconv"]
+    assert len(intent) == 2 * 195 and sum(d.good for d in intent) == 195
