@@ -207,3 +207,13 @@ def test_export_gguf_command_writes_the_lora_for_llama_cpp(uninterrupted, tmp_pa
     assert out.stat().st_size > 0 and "28 tensors, r 16, alpha 32" in err
     code, err = _cli(["", "", "", "train", "export-gguf", str(tmp_path), "--out", str(out)], capsys)
     assert code == 2 and "not a peft adapter" in err
+
+
+def test_gradient_checkpointing_gives_the_same_weights(base, uninterrupted, tmp_path, capsys):
+    import torch
+
+    out = tmp_path / "adapter"
+    code, err = _cli([*_args(base, out), "--gradient-checkpointing"], capsys)
+    assert code == 0, err
+    full, again = _weights(uninterrupted), _weights(out)
+    assert all(torch.equal(full[k], again[k]) for k in full)

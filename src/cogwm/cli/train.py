@@ -78,6 +78,12 @@ def train(
         int | None, typer.Option(min=1, help="CPU threads for torch (default: all cores).")
     ] = None,
     cpu: Annotated[bool, typer.Option("--cpu", help="Train on the CPU even with a GPU.")] = False,
+    gradient_checkpointing: Annotated[
+        bool,
+        typer.Option(
+            "--gradient-checkpointing", help="Recompute activations: far less memory, slower."
+        ),
+    ] = False,
     gguf: Annotated[
         bool, typer.Option("--gguf", help="Also write ADAPTER/adapter.gguf for llama.cpp.")
     ] = False,
@@ -116,6 +122,7 @@ def train(
         checkpoint_steps=checkpoint_steps,
         threads=threads,
         cpu=cpu,
+        gradient_checkpointing=gradient_checkpointing,
     )
     result = run(config, resume=resume, show_progress=not quiet and not as_json)
     if gguf:

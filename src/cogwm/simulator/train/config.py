@@ -36,6 +36,9 @@ class TrainConfig(BaseModel):
     checkpoint_minutes: float = Field(default=10.0, gt=0)
     checkpoint_steps: int | None = Field(default=None, ge=1)
     cpu: bool = Field(default=False, description="Train on the CPU even where a GPU exists.")
+    gradient_checkpointing: bool = Field(
+        default=False, description="Recompute activations in backward: far less memory, slower."
+    )
     threads: int | None = Field(
         default=None, ge=1, description="torch CPU threads (default: torch's, all cores)."
     )
@@ -44,7 +47,15 @@ class TrainConfig(BaseModel):
         """What a resumed run must share with the interrupted one: data and hyper-parameters."""
         fixed = self.model_dump(
             mode="json",
-            exclude={"samples", "out", "checkpoint_minutes", "checkpoint_steps", "cpu", "threads"},
+            exclude={
+                "samples",
+                "out",
+                "checkpoint_minutes",
+                "checkpoint_steps",
+                "cpu",
+                "threads",
+                "gradient_checkpointing",
+            },
         )
         fixed["manifest"] = manifest
         return hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()[:16]

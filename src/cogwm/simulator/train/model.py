@@ -24,7 +24,10 @@ def load_lora_model(base_dir: Path, config: TrainConfig) -> Any:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(base_dir))
+    model: Any = AutoModelForCausalLM.from_pretrained(str(base_dir))
+    if config.gradient_checkpointing:
+        # Non-reentrant checkpointing needs no input gradients and replays the dropout draws.
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     lora = LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
