@@ -162,7 +162,7 @@ def build_card(
         data_dir: The folder of the corpora.
         parts: Parts to measure (names of :data:`PARTS`; names of :data:`NOT_YET` are recorded
             as left out with the reason).
-        limit: Items sampled per part with ``seed`` (None: the full sets).
+        limit: Items sampled per item set with ``seed`` (None: the full sets).
         seed: Seed of the sampling, of the model's decoding and of the bootstrap.
         resamples: Bootstrap resamples per interval.
         ablation: Input switch (:data:`~cogwm.simulator.validate.reader.ABLATIONS`).
@@ -204,13 +204,13 @@ def build_card(
             _read_all(model, runs, bar, seed=seed, ablation=ablation, pipeline=pipeline)
         )
         verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
+    for run, readings in zip(runs, all_readings, strict=True):
+        figures.extend(_score(run, readings, settings))
+        infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     judge_scope = Scope(JUDGES, "judge", settings)
     for name, (split, dialogues) in judged.items():
         figures.extend(judge_figures(judge_scope, name, dialogues, verdicts[name]))
         infos.append(_judge_info(name, split, dialogues, verdicts[name]))
-    for run, readings in zip(runs, all_readings, strict=True):
-        figures.extend(_score(run, readings, settings))
-        infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     return Card(
         label=label or _label(address, ablation, pipeline),
         model=address,
