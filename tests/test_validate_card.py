@@ -33,6 +33,7 @@ from cogwm.simulator.validate import (
     to_csv,
     write_card,
 )
+from cogwm.simulator.validate import run as run_module
 from cogwm.simulator.validate.figures import Scope, Settings
 from cogwm.simulator.validate.items import (
     Heldout,
@@ -398,6 +399,26 @@ def test_intent_detector_probes_at_the_end_and_half_way() -> None:
     finally:
         unregister_fake("validate-intent")
     assert verdicts == [True, False]
+
+
+def test_card_with_the_judges_part(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dialogues = [
+        JudgedDialogue(f"d{i}", "ESC", (("user", "hello"),), i % 2 == 0, group=f"d{i}")
+        for i in range(6)
+    ]
+    monkeypatch.setattr(run_module, "judge_sets", lambda *_: {"go": ("six", dialogues)})
+    register_fake("validate-yes", lambda _: json.dumps({"reason": "r", "good_outcome": True}))
+    try:
+        card = _card(models.load("fake:validate-yes"), data_dir, parts=["judges"], limit=4)
+    finally:
+        unregister_fake("validate-yes")
+    (info,) = card.parts
+    assert (info.name, info.mode, info.n_items, info.split) == ("judges.go", "judge", 4, "six")
+    # A judge that always says yes: balanced accuracy 0.5, yes rate 1.
+    balanced = card.figure("judges.go_balanced_accuracy[judge]")
+    yes = card.figure("judges.go_yes_rate[judge]")
+    assert balanced is not None and yes is not None
+    assert (balanced.value, yes.value, yes.n) == (0.5, 1.0, 4)
 
 
 def test_judged_transcript_keeps_the_opening_and_the_end() -> None:
