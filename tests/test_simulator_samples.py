@@ -230,11 +230,6 @@ def test_arena_and_sample_prompts_are_byte_identical_for_the_same_situation() ->
     assert arena == sample
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the arena's ESConv scenario context adds 'feeling: <emotion_type>', the first "
-    "seeker turn's gold label, which the samples leave out (cogwm.arena.scenarios)",
-)
 def test_arena_and_sample_prompts_are_byte_identical_for_an_esconv_situation() -> None:
     meta = ESConvMeta(
         experience_type="Current Experience",

@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 
 from cogwm.errors import ConfigError, InputError
 from cogwm.schema import BigFive, Dialogue, Profile, Record, Role, TaskSpec
-from cogwm.schema.labels import ESConvMeta, InspiredMeta, P4GMeta
+from cogwm.schema.labels import InspiredMeta, P4GMeta
 
 #: Rounds copied from a real dialogue before the simulation starts (DESIGN.md §6).
 COLD_START_ROUNDS = 2
@@ -153,13 +153,15 @@ def _is_number(value: Any) -> bool:
 
 
 def context_from_metadata(dialogue: Dialogue, task: TaskSpec) -> str:
-    """The user's situation: ESConv's self-reported situation, else the task's scenario."""
-    meta = dialogue.meta
-    if isinstance(meta, ESConvMeta):
-        return (
-            f"{meta.situation.strip()} (problem: {meta.problem_type}; feeling: {meta.emotion_type})"
-        )
-    return task.scenario
+    """The user's situation, exactly as the world model's training samples show it.
+
+    ESConv's self-reported emotion type is not part of it: it is the first seeker turn's human
+    label, so a simulator shown it would be handed its own target (and a trained simulator would
+    meet a prompt it never saw).
+    """
+    from cogwm.simulator.samples import sample_context
+
+    return sample_context(dialogue, task)
 
 
 def scenario_from_dialogue(dialogue: Dialogue, task: TaskSpec) -> Scenario | None:
