@@ -7,6 +7,7 @@ llama.cpp with the LoRA computes what transformers computes with it, and that gr
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 from pathlib import Path
@@ -201,3 +202,16 @@ def test_llama_cpp_applies_the_exported_lora_as_transformers_does(tmp_path, monk
     # Greedy next tokens agree with transformers where it is confident.
     assert (cpp_lora.argmax(-1) == hf_lora.argmax(-1)).mean() > 0.9
     assert text_lora != text_base
+
+    # The same through cogwm's own backend address: llamacpp:<base>+<lora.gguf>.
+    from cogwm.models import Sampling, load
+
+    async def served() -> tuple[str, str]:
+        sampling = Sampling(max_tokens=12, temperature=0.0, repeat_penalty=1.0)
+        prompt = messages[0]["content"]
+        plain = await load("llamacpp:smollm2", n_threads=2).generate(prompt, sampling)
+        tuned = await load(f"llamacpp:smollm2+{lora_gguf}", n_threads=2).generate(prompt, sampling)
+        return plain.text, tuned.text
+
+    plain_text, tuned_text = asyncio.run(served())
+    assert plain_text != tuned_text
