@@ -34,6 +34,7 @@ from cogwm.simulator.validate import (
     write_card,
 )
 from cogwm.simulator.validate import run as run_module
+from cogwm.simulator.validate.compare import paired_differences
 from cogwm.simulator.validate.figures import Scope, Settings
 from cogwm.simulator.validate.items import (
     Heldout,
@@ -457,6 +458,39 @@ def test_card_file_round_trip_and_compare(
     lines = to_csv(table).splitlines()
     assert lines[0].startswith("metric,higher_is_better,majority,random,same_items,scripted,")
     assert lines[1].startswith("dailydialog.emotion_accuracy[understand],True,0.4,")
+
+
+def test_paired_difference_on_shared_items(
+    scripted_model: models.Model, data_dir: Path, tmp_path: Path
+) -> None:
+    def always_anger(messages: list[Message]) -> str:
+        state = {"label": "anger", "intensity": 2}
+        return json.dumps({"emotion": state, "beliefs": [], "desires": [], "intentions": []})
+
+    register_fake("validate-anger", always_anger)
+    try:
+        anger = _card(models.load("fake:validate-anger"), data_dir, label="anger")
+    finally:
+        unregister_fake("validate-anger")
+    scripted = _card(scripted_model, data_dir, label="scripted")
+    differences = {d.key: d for d in paired_differences([anger, scripted], resamples=100)}
+    accuracy = differences["dailydialog.emotion_accuracy[understand]"]
+    # Scripted 3 of 5 right, always-anger 2 of 5: +0.2 on the same 5 items.
+    assert (accuracy.difference, accuracy.n, accuracy.column) == (pytest.approx(0.2), 5, "scripted")
+    valence = differences["dailydialog.valence_auroc[understand]"]
+    # A constant score has AUROC 0.5; the scripted one 17/18.
+    assert valence.difference == pytest.approx(17 / 18 - 0.5)
+    assert valence.ci_low is not None and valence.ci_high is not None
+    assert valence.ci_low <= valence.difference <= valence.ci_high
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    write_card(anger, first)
+    write_card(scripted, second)
+    result = CliRunner().invoke(
+        _cli(), ["--compare", str(first), str(second), "--paired", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    paired = json.loads(result.stdout)["paired"]
+    assert {p["key"] for p in paired} >= {"dailydialog.valence_auroc[understand]"}
 
 
 def test_read_card_refuses_other_files(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from cogwm.cli.common import DataDirOption, console, err_console, print_json, re
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
+from cogwm.simulator.validate.compare import PairedDifference
 from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
 
 
@@ -90,6 +91,14 @@ def validate(
     compare_cards: Annotated[
         bool, typer.Option("--compare", help="Compare card files instead of measuring.")
     ] = False,
+    paired: Annotated[
+        bool,
+        typer.Option(
+            "--paired",
+            help="With --compare: each card minus the first on the items both share, with a "
+            "paired bootstrap CI (the gate of a trained simulator against its base).",
+        ),
+    ] = False,
     output_format: Annotated[
         str, typer.Option("--format", help="Comparison output: text, json or csv.")
     ] = "text",
@@ -101,7 +110,7 @@ def validate(
     simulators.
     """
     if compare_cards:
-        _compare(cards or [], output_format)
+        _compare(cards or [], output_format, paired=paired, resamples=resamples, seed=seed)
         return
     if cards:
         raise InputError("card files are only read with --compare")
@@ -210,19 +219,32 @@ def _print_card(card: Card) -> None:
         console.print(f"[bold]{name}[/]: left out ({reason})", highlight=False)
 
 
-def _compare(paths: list[Path], output_format: str) -> None:
+def _compare(
+    paths: list[Path], output_format: str, *, paired: bool, resamples: int, seed: int
+) -> None:
     from cogwm.simulator.validate import compare, read_card, text_rows, to_csv
+    from cogwm.simulator.validate.compare import paired_differences
 
     if output_format not in ("text", "json", "csv"):
         raise InputError(f"--format must be text, json or csv, got {output_format!r}")
     if not paths:
         raise InputError("--compare needs at least one card file")
-    comparison = compare([read_card(p) for p in paths])
+    cards = [read_card(p) for p in paths]
+    comparison = compare(cards)
+    differences = paired_differences(cards, resamples=resamples, seed=seed) if paired else []
     if output_format == "json":
-        print_json(comparison.model_dump(mode="json"))
+        out = comparison.model_dump(mode="json")
+        if paired:
+            out["paired"] = [d.model_dump(mode="json") for d in differences]
+        print_json(out)
         return
     if output_format == "csv":
         typer.echo(to_csv(comparison), nl=False)
+        if paired:
+            typer.echo("\nmetric,simulator,difference,ci_low,ci_high,n")
+            for d in differences:
+                cells = [d.key, d.column, d.difference, d.ci_low, d.ci_high, d.n]
+                typer.echo(",".join("" if c is None else str(c) for c in cells))
         return
     table = Table(
         Column("figure", overflow="fold", min_width=24),
@@ -236,3 +258,23 @@ def _compare(paths: list[Path], output_format: str) -> None:
     console.print(table)
     if not all(row.same_items for row in comparison.rows):
         console.print("* the cards were measured on different items (n differs)")
+    if paired:
+        _print_paired(differences, comparison.columns[0])
+
+
+def _print_paired(differences: list[PairedDifference], first: str) -> None:
+    table = Table(
+        Column("figure", overflow="fold", min_width=24),
+        "simulator",
+        "difference",
+        "95% CI (paired)",
+        "shared n",
+        title=f"minus {first}, on the items both answered",
+    )
+    for d in differences:
+        ci = (
+            "-" if d.ci_low is None or d.ci_high is None else f"[{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
+        )
+        value = "-" if d.difference is None else f"{d.difference:+.3f}"
+        table.add_row(d.key, d.column, value, ci, f"{d.n:,}")
+    console.print(table)

@@ -36,6 +36,20 @@ class Baselines(_Rec):
     random: float | None = None
 
 
+class ItemRow(_Rec):
+    """One item behind a figure, kept so that two cards can be compared item by item.
+
+    ``truth`` and ``answer`` depend on the figure's ``rows_kind``: for ``auroc`` the class (1 or
+    0) and the simulator's score; for ``mean`` 1 and the item's value (1 right, 0 wrong for an
+    accuracy). ``answer`` None: the item had no usable answer.
+    """
+
+    id: str
+    group: str
+    truth: float
+    answer: float | None
+
+
 class Figure(_Rec):
     """One measured number of a card."""
 
@@ -55,6 +69,12 @@ class Figure(_Rec):
         default=True, description="None: neither (the note says what is ideal, e.g. LenR 1)."
     )
     note: str = ""
+    rows_kind: str | None = Field(
+        default=None, description="How ``rows`` make the value: 'mean' or 'auroc'."
+    )
+    rows: list[ItemRow] | None = Field(
+        default=None, description="The items behind the value (for paired comparisons)."
+    )
 
     @property
     def key(self) -> str:

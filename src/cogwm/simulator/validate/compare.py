@@ -11,10 +11,13 @@ import csv
 import io
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
 from cogwm.simulator.validate.card import Card, Figure
+from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
 
 
 class Cell(BaseModel):
@@ -140,3 +143,81 @@ def text_rows(comparison: Comparison) -> list[list[str]]:
             + [_cell_text(c) for c in row.cells]
         )
     return rows
+
+
+class PairedDifference(BaseModel):
+    """A figure of one simulator minus the first simulator's, on the items both cards share.
+
+    The interval comes from a paired bootstrap: each resample draws dialogues once and scores
+    both simulators on the same items (the gate of a trained model against its base).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    column: str
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+def paired_differences(
+    cards: Sequence[Card], *, resamples: int = 2000, seed: int = 0
+) -> list[PairedDifference]:
+    """Every figure that keeps its items, each later card minus the first, on shared items.
+
+    Raises:
+        InputError: Fewer than two cards.
+    """
+    if len(cards) < 2:
+        raise InputError("a paired comparison needs at least two cards")
+    columns = _column_names(cards)
+    settings = Settings(resamples=resamples, seed=seed)
+    out = []
+    for base in cards[0].figures:
+        if base.rows is None:
+            continue
+        for column, card in zip(columns[1:], cards[1:], strict=True):
+            other = card.figure(base.key)
+            if other is None or other.rows is None or other.rows_kind != base.rows_kind:
+                continue
+            out.append(_paired(base, other, column, settings))
+    return out
+
+
+def _paired(base: Figure, other: Figure, column: str, settings: Settings) -> PairedDifference:
+    theirs = {row.id: row for row in other.rows or []}
+    pairs = [(row, theirs[row.id]) for row in base.rows or [] if row.id in theirs]
+    # Items both simulators answered: a paired difference compares like with like.
+    pairs = [(a, b) for a, b in pairs if a.answer is not None and b.answer is not None]
+    truth = np.asarray([a.truth for a, _ in pairs], dtype=np.float64)
+    first = np.asarray([a.answer for a, _ in pairs], dtype=np.float64)
+    second = np.asarray([b.answer for _, b in pairs], dtype=np.float64)
+    score = _auroc if base.rows_kind == "auroc" else _mean
+
+    def difference(idx: IntArray) -> float | None:
+        a, b = score(truth[idx], first[idx]), score(truth[idx], second[idx])
+        return None if a is None or b is None else b - a
+
+    everything = np.arange(len(pairs), dtype=np.intp)
+    value = difference(everything) if pairs else None
+    groups = [a.group for a, _ in pairs]
+    low, high = (
+        cluster_bootstrap(difference, groups, settings) if value is not None else (None, None)
+    )
+    return PairedDifference(
+        key=base.key, column=column, difference=value, ci_low=low, ci_high=high, n=len(pairs)
+    )
+
+
+def _mean(_: npt.NDArray[np.float64], values: npt.NDArray[np.float64]) -> float | None:
+    return float(values.mean()) if values.size else None
+
+
+def _auroc(truth: npt.NDArray[np.float64], scores: npt.NDArray[np.float64]) -> float | None:
+    from sklearn.metrics import roc_auc_score
+
+    if truth.size == 0 or truth.all() or not truth.any():
+        return None
+    return float(roc_auc_score(truth, scores))

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cogwm.metrics.aggregate import mean_estimate, optional_mean
-from cogwm.simulator.validate.card import Baselines, Figure
+from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
 
 IntArray = npt.NDArray[np.intp]
 Statistic = Callable[[IntArray], float | None]
@@ -90,6 +90,8 @@ def accuracy_figure(
     predicted: Sequence[str | None],
     groups: Sequence[Hashable],
     answer_space: int,
+    *,
+    ids: Sequence[str] | None = None,
 ) -> Figure:
     """Share of items whose predicted label equals the gold label.
 
@@ -102,6 +104,7 @@ def accuracy_figure(
         predicted: Predicted labels, None where the call failed.
         groups: Dialogue of each item.
         answer_space: How many labels the simulator may answer (the random baseline's 1/k).
+        ids: Item ids; given, the items are kept on the figure for paired comparisons.
     """
     correct = [1.0 if p == g else 0.0 for p, g in zip(predicted, gold, strict=True)]
     majority = Counter(gold).most_common(1)[0][1] / len(gold) if gold else None
@@ -119,7 +122,25 @@ def accuracy_figure(
         n_failed=sum(p is None for p in predicted),
         baselines=baselines,
         note="failed calls count as wrong",
+        **_rows("mean", ids, groups, [1.0] * len(correct), correct),
     )
+
+
+def _rows(
+    kind: str,
+    ids: Sequence[str] | None,
+    groups: Sequence[Hashable],
+    truth: Sequence[float],
+    answers: Sequence[float | None],
+) -> dict[str, Any]:
+    """The ``rows_kind`` and ``rows`` fields of a figure (nothing without ids)."""
+    if ids is None:
+        return {}
+    rows = [
+        ItemRow(id=i, group=str(g), truth=float(t), answer=None if a is None else float(a))
+        for i, g, t, a in zip(ids, groups, truth, answers, strict=True)
+    ]
+    return {"rows_kind": kind, "rows": rows}
 
 
 def macro_f1_figure(
@@ -182,6 +203,7 @@ def auroc_figure(
     groups: Sequence[Hashable],
     *,
     note: str = "",
+    ids: Sequence[str] | None = None,
 ) -> Figure:
     """AUROC of ``scores`` for telling positive from negative items.
 
@@ -219,6 +241,7 @@ def auroc_figure(
         baselines=Baselines(majority=0.5, random=0.5),
         note=f"{n_pos} positive, {len(kept) - n_pos} negative; unscored items left out"
         + (f"; {note}" if note else ""),
+        **_rows("auroc", ids, groups, [float(p) for p in positive], scores),
     )
 
 

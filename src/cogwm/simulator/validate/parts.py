@@ -117,6 +117,10 @@ def _groups(items: Sequence[Item]) -> list[str]:
     return [item.dialogue_id for item in items]
 
 
+def _ids(items: Sequence[Item]) -> list[str]:
+    return [item.id for item in items]
+
+
 def valence_score(state: CognitiveState | None) -> float | None:
     """Valence x intensity of the state's emotion; None without a state or an emotion."""
     if state is None or state.emotion is None:
@@ -131,7 +135,14 @@ def _score_dailydialog(
     predicted = [_label(readings[i.id].state) for i in emotion]
     labels = sorted(valence_table())
     return [
-        accuracy_figure(scope, [i.gold for i in emotion], predicted, _groups(emotion), len(labels)),
+        accuracy_figure(
+            scope,
+            [i.gold for i in emotion],
+            predicted,
+            _groups(emotion),
+            len(labels),
+            ids=_ids(emotion),
+        ),
         macro_f1_figure(scope, [i.gold for i in emotion], predicted, _groups(emotion), labels),
         auroc_figure(
             scope,
@@ -139,6 +150,7 @@ def _score_dailydialog(
             [i.gold == "happiness" for i in valence_items],
             [valence_score(readings[i.id].state) for i in valence_items],
             _groups(valence_items),
+            ids=_ids(valence_items),
             note="score: predicted valence x intensity; happiness positive",
         ),
     ]
@@ -176,6 +188,7 @@ def _score_annomi(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading])
             [i.gold == "change" for i in items],
             [mean_bdi(readings[i.id].state) for i in items],
             _groups(items),
+            ids=_ids(items),
             note="score: predicted mean(B, D, I); change positive; a state without scored "
             "items is unscored",
         )
@@ -207,6 +220,7 @@ def _score_p4g(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) ->
             [i.gold == "commits" for i in commitment],
             [intention_score(readings[i.id].state) for i in commitment],
             _groups(commitment),
+            ids=_ids(commitment),
             note="score: predicted intention (mean item score); agree, provide-amount or "
             "confirm positive, disagree negative",
         ),
@@ -216,6 +230,7 @@ def _score_p4g(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) ->
             [i.gold == "donated" for i in final],
             [intention_score(readings[i.id].state) for i in final],
             _groups(final),
+            ids=_ids(final),
             note="score: predicted intention at the last persuadee turn; donated (B6 > 0) "
             "positive; people's stated intention predicts B6 at about 60 %",
         ),
@@ -249,6 +264,7 @@ def _score_esconv(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading])
             [_label(readings[i.id].state) for i in start],
             _groups(start),
             len(labels),
+            ids=_ids(start),
         ),
         mae_figure(
             scope,
@@ -272,6 +288,7 @@ def _score_esconv(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading])
             [i.gold == "improved" for i in end],
             deltas,
             _groups(end),
+            ids=_ids(end),
             note="score: predicted valence x intensity at the last seeker turn minus the "
             "self-reported one before the chat; ESConv (improved) positive, FailedESConv negative",
         ),
