@@ -65,6 +65,11 @@ def _cli(args: list[str], capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+def losses_start(card: dict) -> float:
+    """Mean training loss of the first five steps."""
+    return sum(loss for _, loss in card["loss_history"][:5]) / 5
+
+
 def _weights(adapter: Path) -> dict:
     from safetensors.torch import load_file
 
@@ -95,6 +100,9 @@ def test_training_writes_adapter_card_and_curve(uninterrupted):
     assert card["data"]["samples_used"] == 24 and card["data"]["manifest_sha256"]
     assert card["hyperparameters"]["lora_r"] == 16 and card["hyperparameters"]["lora_alpha"] == 32
     assert card["tokens_per_s"] > 0 and card["versions"]["torch"] != "-"
+    assert card["validation"]["samples"] == 6 and 0 < card["validation"]["loss"] < losses_start(
+        card
+    )
     losses = [loss for _, loss in card["loss_history"]]
     assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10  # it learns
     config = json.loads((uninterrupted / "adapter_config.json").read_text())
@@ -135,6 +143,7 @@ def test_kill_9_then_resume_ends_with_the_same_weights(base, uninterrupted, tmp_
     assert all(torch.equal(full[k], again[k]) for k in full)
     reference = json.loads((uninterrupted / "training_card.json").read_text())
     assert card["loss_history"] == reference["loss_history"]
+    assert card["validation"] == reference["validation"]
 
 
 def test_start_refuses_a_used_out_and_a_finished_run_is_not_retrained(base, tmp_path, capsys):

@@ -78,6 +78,9 @@ def train(
         int | None, typer.Option(min=1, help="CPU threads for torch (default: all cores).")
     ] = None,
     cpu: Annotated[bool, typer.Option("--cpu", help="Train on the CPU even with a GPU.")] = False,
+    val_samples: Annotated[
+        int, typer.Option(min=0, help="val.jsonl samples scored at the end (0: none).")
+    ] = 128,
     gradient_checkpointing: Annotated[
         bool,
         typer.Option(
@@ -123,6 +126,7 @@ def train(
         threads=threads,
         cpu=cpu,
         gradient_checkpointing=gradient_checkpointing,
+        val_samples=val_samples,
     )
     result = run(config, resume=resume, show_progress=not quiet and not as_json)
     if gguf:
@@ -137,6 +141,12 @@ def train(
         f"{card['tokens_per_s']} tok/s, {card['wall_s']} s)",
         soft_wrap=True,
     )
+    validation = card.get("validation")
+    if validation:
+        console.print(
+            f"validation loss {validation['loss']} on {validation['samples']} val.jsonl samples",
+            soft_wrap=True,
+        )
     console.print(f"serve it: hf:{result.base_dir}+{result.out}", soft_wrap=True)
 
 

@@ -36,6 +36,9 @@ class TrainConfig(BaseModel):
     checkpoint_minutes: float = Field(default=10.0, gt=0)
     checkpoint_steps: int | None = Field(default=None, ge=1)
     cpu: bool = Field(default=False, description="Train on the CPU even where a GPU exists.")
+    val_samples: int = Field(
+        default=128, ge=0, description="Validation samples scored at the end (0: none)."
+    )
     gradient_checkpointing: bool = Field(
         default=False, description="Recompute activations in backward: far less memory, slower."
     )
@@ -55,6 +58,7 @@ class TrainConfig(BaseModel):
                 "cpu",
                 "threads",
                 "gradient_checkpointing",
+                "val_samples",
             },
         )
         fixed["manifest"] = manifest

@@ -239,8 +239,43 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     card["wall_s"] = round(prior_wall + time.monotonic() - started, 1)
     card["resumed_from_step"] = start or None
     if accelerator.is_main_process:
+        inner = accelerator.unwrap_model(module)
+        card["validation"] = validation_loss(inner, config, tokenizer, pad_id, accelerator.device)
         _save_adapter(config.out, accelerator.unwrap_model(module).inner, card, history)
     return TrainResult(config.out, base_dir, plan.total, card, start or None)
+
+
+def validation_loss(
+    module: Any, config: TrainConfig, tokenizer: Any, pad_id: int, device: Any
+) -> dict[str, Any] | None:
+    """The weighted target loss on a seeded subset of ``val.jsonl`` (None without that file)."""
+    import torch
+
+    path = config.samples / "val.jsonl"
+    if not config.val_samples or not path.is_file():
+        return None
+    samples = list(read_train_samples(path))
+    chosen = random.Random(config.seed).sample(samples, min(config.val_samples, len(samples)))
+    weights = span_weights(config.objective, config.state_weight)
+    encoded, too_long = encode_all(chosen, tokenizer, weights, config.max_length)
+    if not encoded:
+        return None
+    batches = plan_batches([len(e.ids) for e in encoded], config.batch_tokens, config.seed, 0)
+    loss_sum = weight_sum = 0.0
+    module.eval()
+    with torch.no_grad():
+        for indices in batches:
+            batch_loss, batch_weight = module(
+                **collate([encoded[i] for i in indices], pad_id, device)
+            )
+            loss_sum += float(batch_loss)
+            weight_sum += float(batch_weight)
+    return {
+        "samples": len(encoded),
+        "too_long": too_long,
+        "target_tokens": sum(e.n_target for e in encoded),
+        "loss": round(loss_sum / weight_sum, 4) if weight_sum else None,
+    }
 
 
 def _train_step(
