@@ -480,8 +480,6 @@ async def _run_leased(
     show_progress: bool,
     load_model: Callable[..., Model],
 ) -> RunSummary:
-    opened = open_run(config, store, resume=resume, force=force, shard=shard)
-    run_id = opened.id
     data_dir = Path(config.data_dir) if config.data_dir else None
     scenarios = {
         task: select_scenarios(
@@ -494,6 +492,9 @@ async def _run_leased(
         for task in config.tasks
     }
     units = shard_units(plan_units(config, scenarios), shard)
+    # Opened only once the scenarios are known: a run refused here leaves no run record.
+    opened = open_run(config, store, resume=resume, force=force, shard=shard)
+    run_id = opened.id
     digests = Digests(config)
     current = {u.key: digests.unit(u) for u in units}
     if not opened.config_changed:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cogwm.cli.common import console, err_console, print_json
+from cogwm.cli.common import EXIT_UNITS_FAILED, console, err_console, print_json
 
 app = typer.Typer(
     help="Agents under test talk to a cognitive user simulator; rank them by how they move the "
@@ -23,9 +23,10 @@ DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
 REPORT_WIDTH = 160
 
 
-def report_console() -> Console:
+def report_console(*, err: bool = False) -> Console:
     """The terminal's console, or a wide one when the output goes to a file or a pipe."""
-    return console if console.is_terminal else Console(width=REPORT_WIDTH)
+    base = err_console if err else console
+    return base if base.is_terminal else Console(width=REPORT_WIDTH, stderr=err)
 
 
 @app.command("run")
@@ -50,25 +51,35 @@ def run_command(
 ) -> None:
     """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
     from cogwm.arena.config import load_config
+    from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.arena.runner import run_arena
     from cogwm.arena.units import Shard
+    from cogwm.errors import CogwmError
     from cogwm.store import RunStore
 
     config = load_config(config_path)
     if data_dir is not None:
         config = config.model_copy(update={"data_dir": str(data_dir)})
     parsed_shard = Shard.parse(shard) if shard else None
-    with RunStore(db) as store:
-        summary = asyncio.run(
-            run_arena(
-                config,
-                store,
-                resume=resume,
-                force=force,
-                shard=parsed_shard,
-                show_progress=progress,
+    created = not db.exists()
+    try:
+        with RunStore(db) as store:
+            summary = asyncio.run(
+                run_arena(
+                    config,
+                    store,
+                    resume=resume,
+                    force=force,
+                    shard=parsed_shard,
+                    show_progress=progress,
+                )
             )
-        )
+            causes = failure_causes(store.conversations()) if summary.failed else []
+    except CogwmError:
+        if created:  # a run refused before it started leaves no file behind
+            for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+                path.unlink(missing_ok=True)
+        raise
     rerun = f" ({summary.stale} re-run: their config changed)" if summary.stale else ""
     err_console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped} already done "
@@ -80,6 +91,13 @@ def run_command(
             f"interrupted: finished conversations are kept; resume with --resume --db {db}"
         )
         raise typer.Exit(130)
+    if summary.failed:
+        report_console(err=True).print(failure_table(causes))
+        err_console.print(
+            f"{summary.failed} conversations failed (infrastructure; excluded from the report): "
+            f"fix the cause and rerun with --resume --db {db}"
+        )
+        raise typer.Exit(EXIT_UNITS_FAILED)
 
 
 @app.command("report")
@@ -106,6 +124,7 @@ def report_command(
 ) -> None:
     """Tables (Table 6, per task, discriminability, typology, correlations, scenarios needed
     for 80% power) and plots of a run."""
+    from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.errors import InputError
     from cogwm.report import build_report, load_run, render, to_csv, to_json, write_plots
     from cogwm.store import RunStore
@@ -116,15 +135,18 @@ def report_command(
         raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
     with RunStore(db, create=False) as store:
         data = load_run(store, empty=empty)
+        causes = failure_causes(store.conversations())
     if detect is not None and detect <= 0:
         raise InputError(f"--detect must be a positive CTS difference, got {detect:g}")
     report = build_report(data, n_resamples=resamples, seed=seed, detect=detect)
     if as_json:
-        print_json(to_json(report))
+        print_json({**to_json(report), "failure_causes": [c._asdict() for c in causes]})
     elif as_csv:
         typer.echo(to_csv(report), nl=False)
     else:
         render(report, report_console())
+        if causes:
+            report_console().print(failure_table(causes))
     if plots is not None:
         written = write_plots(data, report, plots)
         err_console.print(f"wrote {len(written)} plots to {plots}")

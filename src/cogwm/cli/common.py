@@ -17,6 +17,11 @@ err_console = Console(stderr=True)
 
 DATA_DIR_ENV = "COGWM_DATA_DIR"
 
+#: Exit status of a command that ran to its end but some of its units (conversations, items,
+#: model calls) failed: what succeeded is kept, the failures are listed, ``--resume`` retries.
+#: Exit 2 is a user error (one ``error:`` line); 130 an interrupt.
+EXIT_UNITS_FAILED = 1
+
 DataDirOption = Annotated[
     Path | None,
     typer.Option(

@@ -38,7 +38,9 @@ app = typer.Typer(
 ItemsArgument = Annotated[
     Path, typer.Argument(help="Items file (JSON lines).", show_default=False, dir_okay=False)
 ]
-DbOption = Annotated[Path, typer.Option("--db", help="SQLite file of the answers.")]
+DbOption = Annotated[Path, typer.Option("--db", help="SQLite file of the answers (DialToM store).")]
+#: Not the arena's ``runs.sqlite``: the two kinds of store never share a default file.
+DEFAULT_DB = Path("tom.sqlite")
 ModelOption = Annotated[
     str,
     typer.Option(
@@ -524,7 +526,7 @@ def answers_import_command(
         str,
         typer.Option("--as", help="Who answered: human:lay or human:expert.", show_default=False),
     ],
-    db: DbOption = Path("runs.sqlite"),
+    db: DbOption = DEFAULT_DB,
     items_path: Annotated[
         Path | None,
         typer.Option("--items", help="Items file of the sheet (default: the items in --db)."),
@@ -566,7 +568,7 @@ def answers_import_command(
 def eval_command(
     items_path: ItemsArgument,
     model: ModelOption,
-    db: DbOption = Path("runs.sqlite"),
+    db: DbOption = DEFAULT_DB,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a run; skip answered items.")
     ] = False,
@@ -855,7 +857,7 @@ def compare_models(explicit: list[str] | None) -> list[str]:
 @app.command("compare")
 def compare_command(
     items_path: ItemsArgument,
-    db: DbOption = Path("runs.sqlite"),
+    db: DbOption = DEFAULT_DB,
     model: Annotated[
         list[str] | None,
         typer.Option(
@@ -908,7 +910,7 @@ def compare_command(
 
 @app.command("score-open")
 def score_open_command(
-    db: DbOption = Path("runs.sqlite"),
+    db: DbOption = DEFAULT_DB,
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model for the 3-point ratings.")
     ] = None,
@@ -960,7 +962,7 @@ def score_open_command(
 
 @app.command("stats")
 def stats_command(
-    db: DbOption = Path("runs.sqlite"),
+    db: DbOption = DEFAULT_DB,
     as_json: JsonOption = False,
     csv_dir: Annotated[
         Path | None, typer.Option("--csv", help="Write one CSV per table into this directory.")
@@ -979,7 +981,7 @@ def stats_command(
     from cogwm.tom.store import open_store
     from cogwm.tom.tables import render_report, report_json, write_csv
 
-    with open_store(db, must_exist=True) as store:
+    with open_store(db, read_only=True) as store:
         report = store_stats(store, errors=errors)
     if csv_dir is not None:
         written = write_csv(report, csv_dir)

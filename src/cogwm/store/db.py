@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
 from cogwm.models.types import CallRecord
+from cogwm.store.ownership import StoreKind, check_store, read_only_uri, stamp
 from cogwm.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 
 
@@ -153,12 +154,17 @@ class RunStore:
         Raises:
             InputError: The file does not exist (``create=False``) or is not a cogwm run store.
         """
-        if not create and not path.is_file():
-            raise InputError(f"run store {path} does not exist")
+        # Checked before connecting: another tool's file is refused untouched.
+        check_store(path, StoreKind.ARENA, create=create)
         self.path = path
+        self.read_only = not create
         self._pending_calls: list[tuple[Any, ...]] = []
         self._lease: str | None = None
         try:
+            if self.read_only:
+                self.db = _open_read_only(path)
+                self._migrate()
+                return
             self.db = sqlite3.connect(path, isolation_level=None)
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -166,6 +172,7 @@ class RunStore:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA busy_timeout=10000")
             self._migrate()
+            stamp(self.db, StoreKind.ARENA)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{path} is not a cogwm run store: {exc}") from None
 
@@ -177,6 +184,8 @@ class RunStore:
                 f"{self.path} has store schema {version}; this cogwm reads up to {SCHEMA_VERSION}"
             )
         if version == 0:
+            if self.read_only:
+                raise InputError(f"{self.path} is not an initialised cogwm run store")
             with self.transaction():
                 for statement in _statements(SCHEMA):
                     self.db.execute(statement)
@@ -622,6 +631,21 @@ class RunStore:
             "SELECT name, detail FROM metrics WHERE conversation_id = ?", (conversation_id,)
         )
         return {name: detail for name, detail in rows}
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection; a store of an older format is migrated in a copy in memory,
+    so reading never changes the file."""
+    db = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
+    db.execute("PRAGMA busy_timeout=10000")
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version == 0 or version >= SCHEMA_VERSION:
+        return db
+    memory = sqlite3.connect(":memory:", isolation_level=None)
+    db.backup(memory)
+    db.close()
+    memory.execute("PRAGMA foreign_keys=ON")
+    return memory
 
 
 def _dumps(value: Any) -> str:

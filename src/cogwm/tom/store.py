@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
+from cogwm.store.ownership import StoreKind, check_store, read_only_uri, stamp
 from cogwm.tom.items import ToMItem
 
 SCHEMA_VERSION = 1
@@ -212,23 +213,38 @@ class OpenScoreRow(NamedTuple):
 class ToMStore:
     """A DialToM SQLite file. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        """Open (or create) the store; ``read_only`` opens an existing one without writing.
+
+        Raises:
+            InputError: The file is not a DialToM store (another kind of cogwm store, another
+                tool's database, not SQLite) or, with ``read_only``, does not exist.
+        """
         self.path = path
-        if path.exists() and not path.is_file():
-            raise InputError(f"database {path} is not a file")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        # Checked before connecting: another tool's file is refused untouched.
+        check_store(path, StoreKind.TOM, create=not read_only)
         try:
-            self.conn = sqlite3.connect(str(path))
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(_SCHEMA)
+            if read_only:
+                self.conn = sqlite3.connect(read_only_uri(path), uri=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.conn = sqlite3.connect(str(path))
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA foreign_keys=ON")
+                self.conn.executescript(_SCHEMA)
+                stamp(self.conn, StoreKind.TOM)
         except sqlite3.DatabaseError as exc:
-            raise InputError(f"database {path}: {exc}") from exc
+            raise InputError(f"database {path}: {exc}") from None
+        except OSError as exc:
+            raise InputError(f"database {path}: {exc.strerror or exc}") from None
         self._check_version()
 
     def _check_version(self) -> None:
         row = self.conn.execute("SELECT value FROM tom_meta WHERE key='schema_version'").fetchone()
         if row is None:
+            if self.read_only:
+                raise InputError(f"database {self.path} is not an initialised DialToM store")
             with self.conn:
                 self.conn.execute(
                     "INSERT INTO tom_meta(key, value) VALUES ('schema_version', ?)",
@@ -643,8 +659,9 @@ def _item_row(item: ToMItem) -> tuple[Any, ...]:
     )
 
 
-def open_store(path: Path, *, must_exist: bool = False) -> ToMStore:
-    """Open (or create) a DialToM database; ``must_exist`` makes a missing file an error."""
-    if must_exist and not path.is_file():
+def open_store(path: Path, *, must_exist: bool = False, read_only: bool = False) -> ToMStore:
+    """Open (or create) a DialToM database; ``must_exist`` makes a missing file an error and
+    ``read_only`` opens an existing one without ever writing to it."""
+    if (must_exist or read_only) and not path.is_file():
         raise InputError(f"database {path} does not exist")
-    return ToMStore(path)
+    return ToMStore(path, read_only=read_only)

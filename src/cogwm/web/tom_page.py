@@ -196,7 +196,7 @@ def tom_html(store: ToMStore) -> str:
 
 def write_tom_report(db: Path, out: Path) -> int:
     """Write the DialToM report of ``db`` to ``out``; returns the bytes written."""
-    with open_store(db, must_exist=True) as store:
+    with open_store(db, read_only=True) as store:
         html = tom_html(store)
     out.parent.mkdir(parents=True, exist_ok=True)
     data = html.encode("utf-8")
