@@ -12,7 +12,7 @@ from typing import Protocol
 
 from pydantic import Field
 
-from cogwm.arena.participants import AgentParticipant, IntentDetector, SimulatorParticipant
+from cogwm.arena.protocol import AgentFailure, Participant, UserSimulator, take_turn
 from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario
 from cogwm.arena.termination import Phase, Termination
 from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup, derive_seed
@@ -80,13 +80,18 @@ def cold_start_turns(
 
 
 class Orchestrator:
-    """Runs one conversation between an agent and the simulated user."""
+    """Runs one conversation between an agent and the simulated user.
+
+    It knows its participants only through the ``Participant`` protocol: any agent (a model and
+    prompt, an HTTP service, a Python object), any user simulator that binds to a user, any
+    intent detector.
+    """
 
     def __init__(
         self,
-        agent: AgentParticipant,
-        simulator: SimulatorParticipant,
-        detector: IntentDetector,
+        agent: Participant,
+        simulator: UserSimulator,
+        detector: Participant,
         limits: Limits,
     ):
         self.agent = agent
@@ -109,6 +114,7 @@ class Orchestrator:
                 ``seed``.
         """
         user = seed if user_seed is None else user_seed
+        simulated = self.simulator.for_user(opening.setup)
         turns = cold_start_turns(opening.scenario, opening.initial_state, opening.reading_call_id)
         # All cold-start turns go into one group commit; each is awaited before going on.
         pending = [stored for turn in turns if (stored := sink.add_turn(turn)) is not None]
@@ -119,11 +125,12 @@ class Orchestrator:
             while round_number < self.limits.max_rounds:
                 round_number += 1
                 try:
-                    reply = await self.agent.next_turn(
-                        turns, seed=derive_seed(seed, "agent", round_number)
+                    reply = await take_turn(
+                        self.agent, turns, seed=derive_seed(seed, "agent", round_number)
                     )
-                except StructuredOutputError as exc:
-                    # The agent broke its own output format: its failure, not the arena's.
+                except (StructuredOutputError, AgentFailure) as exc:
+                    # The agent broke its own output format or limits: its failure, not the
+                    # arena's.
                     return Outcome(
                         termination=Termination.AGENT_FAILURE,
                         rounds=round_number - 1,
@@ -131,8 +138,8 @@ class Orchestrator:
                         error=f"agent output: {exc}",
                     )
                 await self._append(turns, sink, reply, Role.AGENT, round_number)
-                said = await self.simulator.next_turn(
-                    opening.setup, turns, seed=derive_seed(user, "user", round_number)
+                said = await take_turn(
+                    simulated, turns, seed=derive_seed(user, "user", round_number)
                 )
                 await self._append(turns, sink, said, Role.USER, round_number)
                 if said.leave:
@@ -153,7 +160,9 @@ class Orchestrator:
         # At the last round the limit ends the conversation anyway; no detector call is needed.
         if round_number < self.limits.intent_from_round or round_number >= self.limits.max_rounds:
             return False
-        verdict = await self.detector.ended(turns, seed=derive_seed(seed, "intent", round_number))
+        verdict = await take_turn(
+            self.detector, turns, seed=derive_seed(seed, "intent", round_number)
+        )
         return verdict.leave
 
     @staticmethod

@@ -8,6 +8,8 @@ states.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from functools import cache
 from typing import Literal, NamedTuple
 
@@ -106,7 +108,9 @@ class ProfileGuess(_Output):
     confidence: Literal[1, 2, 3]
 
 
-def render_history(turns: list[ArenaTurn], task: TaskSpec, *, limit: int, user_is_you: bool) -> str:
+def render_history(
+    turns: Sequence[ArenaTurn], task: TaskSpec, *, limit: int, user_is_you: bool
+) -> str:
     """The last ``limit`` turns as ``Speaker: text`` lines."""
     shown = turns[-limit:]
     return "\n".join(
@@ -131,18 +135,37 @@ class StateReading(NamedTuple):
 
 
 class SimulatorParticipant:
-    """The cognitive user simulator: next state and utterance in one structured call."""
+    """The cognitive user simulator: next state and utterance in one structured call.
 
-    def __init__(self, model: Model, config: ModelConfig, task: TaskSpec, *, history_turns: int):
+    Bound to one user (``setup``, or ``for_user``) it is a ``Participant``; ``respond`` asks for
+    any user's turn explicitly.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        config: ModelConfig,
+        task: TaskSpec,
+        *,
+        history_turns: int,
+        setup: UserSetup | None = None,
+    ):
         self.model = model
         self.config = config
         self.task = task
         self.history_turns = history_turns
+        self.setup = setup
         labels = tuple(sorted(valence_table()))
         self.state_model, self.turn_model = state_output_models(task.name, task.score_range, labels)
         self._labels = ("you", "user", task.user_role.lower())
 
-    def _messages(self, setup: UserSetup, turns: list[ArenaTurn], mode: Mode) -> list[Message]:
+    def for_user(self, setup: UserSetup) -> SimulatorParticipant:
+        """This simulator bound to one user's situation and profile (a ``Participant``)."""
+        bound = copy.copy(self)
+        bound.setup = setup
+        return bound
+
+    def _messages(self, setup: UserSetup, turns: Sequence[ArenaTurn], mode: Mode) -> list[Message]:
         """The simulator's prompt in the world-model format, over its history window."""
         shown = turns[-self.history_turns :]
         inp = WorldModelInput(
@@ -157,7 +180,7 @@ class SimulatorParticipant:
         return build_messages(inp, self.task)
 
     async def read_state(
-        self, setup: UserSetup, turns: list[ArenaTurn], *, seed: int
+        self, setup: UserSetup, turns: Sequence[ArenaTurn], *, seed: int
     ) -> StateReading:
         """The user's state after the cold-start turns (the trajectory's first point)."""
         messages = self._messages(setup, turns, "understand")
@@ -166,7 +189,15 @@ class SimulatorParticipant:
         )
         return StateReading(to_state(result.value), result.completion.call_id)
 
-    async def next_turn(self, setup: UserSetup, turns: list[ArenaTurn], *, seed: int) -> TurnOutput:
+    async def next_turn(self, history: Sequence[ArenaTurn], *, seed: int) -> TurnOutput:
+        """The bound user's next state and utterance (``Participant``; see ``for_user``)."""
+        if self.setup is None:
+            raise ValueError("SimulatorParticipant.next_turn needs a user: use for_user(setup)")
+        return await self.respond(self.setup, history, seed=seed)
+
+    async def respond(
+        self, setup: UserSetup, turns: Sequence[ArenaTurn], *, seed: int
+    ) -> TurnOutput:
         """The user's next state and utterance, given the history (ending with an agent turn)."""
         messages = self._messages(setup, turns, "predict")
         result = await self.model.generate_structured(
@@ -206,7 +237,7 @@ class AgentParticipant:
         self._system = Message(role="system", content=self.system_prompt)
         self._chat: dict[int, tuple[ArenaTurn, Message]] = {}
 
-    def messages(self, turns: list[ArenaTurn]) -> list[Message]:
+    def messages(self, turns: Sequence[ArenaTurn]) -> list[Message]:
         """The chat the agent sees: its system prompt, then the turns as user/assistant messages."""
         shown = turns[-self.history_turns :]
         return [self._system, *(self._message(t) for t in shown)]
@@ -219,7 +250,7 @@ class AgentParticipant:
             known = self._chat[id(turn)] = (turn, Message(role=role, content=turn.text))
         return known[1]
 
-    async def next_turn(self, turns: list[ArenaTurn], *, seed: int) -> TurnOutput:
+    async def next_turn(self, turns: Sequence[ArenaTurn], *, seed: int) -> TurnOutput:
         """The agent's reply (under CoT, the reasoning is returned apart from the reply).
 
         Both conditions get the same budget for the reply, ``max_tokens``: without CoT it caps
@@ -261,12 +292,12 @@ class IntentDetector:
         self.task = task
         self.history_turns = history_turns
 
-    async def ended(self, turns: list[ArenaTurn], *, seed: int) -> TurnOutput:
+    async def next_turn(self, history: Sequence[ArenaTurn], *, seed: int) -> TurnOutput:
         """``leave`` is True when the conversation has ended; ``text`` is empty."""
         prompt = INTENT_DETECTOR.render(
             agent_role=self.task.agent_role,
             user_role=self.task.user_role,
-            history=render_history(turns, self.task, limit=self.history_turns, user_is_you=False),
+            history=render_history(history, self.task, limit=self.history_turns, user_is_you=False),
         )
         result = await self.model.generate_structured(
             [Message(role="user", content=prompt)],
@@ -275,6 +306,10 @@ class IntentDetector:
             tag="intent",
         )
         return TurnOutput(text="", leave=result.value.ended, call_id=result.completion.call_id)
+
+    async def ended(self, turns: Sequence[ArenaTurn], *, seed: int) -> TurnOutput:
+        """The same as ``next_turn`` (the detector's own name for its one question)."""
+        return await self.next_turn(turns, seed=seed)
 
 
 class ProfileAnnotator:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from pydantic import Field
 
@@ -46,7 +47,7 @@ class UserSetup(Record):
     profile: Profile
 
 
-def latest_state(turns: list[ArenaTurn]) -> CognitiveState | None:
+def latest_state(turns: Sequence[ArenaTurn]) -> CognitiveState | None:
     """The most recent user state in ``turns``, or None."""
     return next((t.state for t in reversed(turns) if t.state is not None), None)
 

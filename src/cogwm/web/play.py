@@ -176,7 +176,7 @@ class PlaySession:
         )
         # The agent turn is stored only with the user's reply, so a failed simulator call leaves
         # the dialogue as it was and the person can try again.
-        reply = await self.simulator.next_turn(
+        reply = await self.simulator.respond(
             self.setup, [*self.turns, agent], seed=derive_seed(self.seed, "user", number)
         )
         self._commit(agent)
