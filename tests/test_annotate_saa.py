@@ -252,3 +252,12 @@ def test_profile_provenance(given: str | None) -> None:
     assert profile.big_five.openness == (1 if given else 5)
     assert fields["big_five"] == ("self_report" if given else "llm")
     assert build_profile(None, None) == (None, {})
+
+
+def test_offered_quotes_hold_no_quote_marks_backslashes_or_control_characters() -> None:
+    # llama.cpp's schema-to-grammar converter mis-escapes them inside enum strings: the grammar
+    # does not parse and the process crashes.
+    turn = "That's a word, isn't it, \"betrayed\". Um, wow.\nA back\\slash."
+    choices = evidence_choices(turn)
+    assert choices == ["That's a word, isn't it,", "betrayed", "Um, wow.", "A back", "slash."]
+    assert all(evidence_occurs(c, turn) for c in choices)

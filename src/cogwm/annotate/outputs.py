@@ -33,6 +33,10 @@ _EVIDENCE = Field(max_length=_EVIDENCE_CHARS, description="Words copied exactly 
 SCORE_STEP = 0.5
 _MAX_SCORE_CHOICES = 41
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: Quote marks, backslashes and control characters end a quote too: the JSON-schema-to-grammar
+#: converters of grammar backends mis-escape them inside enum strings (llama.cpp then fails to
+#: parse the grammar and the process crashes), and a shorter quote is still a quote.
+_UNQUOTABLE = re.compile(r'["\\\x00-\x1f]')
 
 
 def score_choices(task: TaskSpec) -> list[float] | None:
@@ -45,12 +49,17 @@ def score_choices(task: TaskSpec) -> list[float] | None:
 
 
 def evidence_choices(turn_text: str) -> list[str]:
-    """The quotes offered as evidence: the turn's sentences (each cut to 300 characters)."""
+    """The quotes offered as evidence: the turn's sentences (each cut to 300 characters).
+
+    Sentences are also cut at quote marks, backslashes and control characters, so that no
+    offered quote contains one.
+    """
     seen: list[str] = []
-    for part in _SENTENCE_END.split(turn_text):
-        quote = part.strip()[:_EVIDENCE_CHARS].strip()
-        if quote and quote not in seen:
-            seen.append(quote)
+    for sentence in _SENTENCE_END.split(turn_text):
+        for part in _UNQUOTABLE.split(sentence):
+            quote = part.strip()[:_EVIDENCE_CHARS].strip()
+            if any(c.isalnum() for c in quote) and quote not in seen:
+                seen.append(quote)
     return seen
 
 
