@@ -1,9 +1,10 @@
 """The items of each card part: held-out user turns with their human label.
 
 An item is one user turn: the simulator's input exactly as the training samples build it
-(:mod:`cogwm.simulator.samples`: the task's context, the profile, the first and the latest
-human-known state before the turn, the last turns of the conversation) and the real utterance,
-with the gold answer. The human labels come from :func:`cogwm.annotate.human.labelled_dialogues`:
+(:func:`cogwm.simulator.samples.turn_inputs`: the task's context, the profile, the first and
+the latest human-known state before the turn, the last turns of the conversation) and the real
+utterance, with the gold answer. The human labels come from
+:func:`cogwm.annotate.human.labelled_dialogues`:
 
 - **DailyDialog**, the official test split (the samples drop test dialogues' text twins from
   train, so every test dialogue is held out), each speaker as the user in turn; items are the
@@ -21,22 +22,16 @@ with the gold answer. The human labels come from :func:`cogwm.annotate.human.lab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cogwm.errors import InputError
-from cogwm.schema import CognitiveState, Role
 from cogwm.schema.labels import P4GMeta
 from cogwm.schema.lexicon import valence
-from cogwm.schema.partial import STATE_FIELDS, FieldKind, LabelledDialogue, PartialState
+from cogwm.schema.partial import LabelledDialogue, PartialState
 from cogwm.simulator.format import WorldModelInput
-from cogwm.simulator.samples import (
-    DEFAULT_HISTORY_TURNS,
-    sample_context,
-    sample_profile,
-    task_for_corpus,
-)
+from cogwm.simulator.samples import TurnInput, shown_text, turn_inputs
 from cogwm.simulator.splits import base_id, plan_splits
 
 #: DailyDialog labels with a valence sign: +1 happiness, -1 the rest.
@@ -113,38 +108,6 @@ def held_out(
     )
 
 
-def turn_inputs(
-    labelled: LabelledDialogue, history_turns: int = DEFAULT_HISTORY_TURNS
-) -> Iterator[tuple[int, WorldModelInput, PartialState]]:
-    """Every user turn's prediction-mode input, as :func:`cogwm.simulator.samples.dialogue_samples`
-    builds it, with the turn's human partial state."""
-    dialogue = labelled.dialogue
-    task = task_for_corpus(dialogue.corpus)
-    turns = dialogue.turns()
-    context = sample_context(dialogue, task)
-    profile = sample_profile(dialogue)
-    known: list[CognitiveState] = []
-    for turn in turns:
-        if turn.role is not Role.USER:
-            continue
-        partial = labelled.states.get(turn.index, PartialState())
-        window = turns[max(0, turn.index - history_turns) : turn.index]
-        yield (
-            turn.index,
-            WorldModelInput(
-                task=task.name,
-                context=context,
-                profile=profile,
-                initial_state=known[0] if known else None,
-                history=[(t.role.value, t.text) for t in window],
-                previous_state=known[-1] if known else None,
-            ),
-            partial,
-        )
-        if any(partial.kind(f) is FieldKind.VALUE for f in STATE_FIELDS):
-            known.append(partial.to_state())
-
-
 #: Reads the gold answer of a turn from its partial state (None: the turn is not an item).
 GoldOf = Callable[[PartialState], str | None]
 
@@ -160,7 +123,7 @@ def _items(labelled: LabelledDialogue, gold_of: GoldOf) -> Iterable[Item]:
             dialogue_id=base_id(labelled.dialogue.id),
             turn_index=index,
             inp=inp,
-            utterance=turns[index].text,
+            utterance=shown_text(turns[index].text),
             gold=gold,
         )
 
@@ -261,7 +224,7 @@ def _last_turn(labelled: LabelledDialogue) -> Iterable[Item]:
         dialogue_id=base_id(labelled.dialogue.id),
         turn_index=index,
         inp=inp,
-        utterance=turns[index].text,
+        utterance=shown_text(turns[index].text),
         gold="donated" if meta.persuadee.actual_donation > 0 else "none",
     )
 
@@ -303,7 +266,7 @@ def esconv_populations(data_dir: Path, heldout: Heldout) -> tuple[Population, Po
     return start, end
 
 
-def _user_turns(labelled: LabelledDialogue) -> list[tuple[int, WorldModelInput, PartialState]]:
+def _user_turns(labelled: LabelledDialogue) -> list[TurnInput]:
     return list(turn_inputs(labelled))
 
 
@@ -322,7 +285,7 @@ def _esconv_start(labelled: LabelledDialogue) -> Iterable[Item]:
         dialogue_id=base_id(labelled.dialogue.id),
         turn_index=index,
         inp=bare,
-        utterance=labelled.dialogue.turns()[index].text,
+        utterance=shown_text(labelled.dialogue.turns()[index].text),
         gold=emotion.label,
         facts={"initial": float(emotion.intensity)},
     )
@@ -345,7 +308,7 @@ def _esconv_end(labelled: LabelledDialogue, group: str) -> Iterable[Item]:
         dialogue_id=base_id(labelled.dialogue.id),
         turn_index=index,
         inp=inp,
-        utterance=labelled.dialogue.turns()[index].text,
+        utterance=shown_text(labelled.dialogue.turns()[index].text),
         gold=group,
         facts=facts,
     )
