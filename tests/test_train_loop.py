@@ -49,8 +49,8 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=600)
 
 
-def _cli(args: list[str], capsys) -> tuple[int, str]:
-    """Run ``cogwm`` in this process (no interpreter start-up); exit code and stderr."""
+def _cli(args: list[str], capsys) -> tuple[int, str, str]:
+    """Run ``cogwm`` in this process (no interpreter start-up); exit code, stderr, stdout."""
     from cogwm.cli.main import main
 
     argv = sys.argv
@@ -62,7 +62,8 @@ def _cli(args: list[str], capsys) -> tuple[int, str]:
         code = int(exc.code or 0)
     finally:
         sys.argv = argv
-    return code, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return code, captured.err, captured.out
 
 
 def losses_start(card: dict) -> float:
@@ -148,13 +149,15 @@ def test_kill_9_then_resume_ends_with_the_same_weights(base, uninterrupted, tmp_
 
 def test_start_refuses_a_used_out_and_a_finished_run_is_not_retrained(base, tmp_path, capsys):
     out = tmp_path / "adapter"
-    code, err = _cli([*_args(base, out), "--max-steps", "7"], capsys)  # checkpoint 5, end 7
-    assert code == 0, err
-    code, err = _cli(_args(base, out), capsys)
+    code, err, printed = _cli([*_args(base, out), "--max-steps", "7", "--json"], capsys)
+    assert code == 0, err  # a checkpoint at step 5, the end at 7
+    card = json.loads(printed)
+    assert card["steps"] == 7 and "loss_history" not in card
+    code, err, _ = _cli(_args(base, out), capsys)
     assert code == 2 and err.startswith("error:") and "--resume" in err
     assert len(err.strip().splitlines()) == 1
     before = (out / "adapter_model.safetensors").stat().st_mtime_ns
-    code, err = _cli([*_args(base, out), "--max-steps", "7", "--resume"], capsys)
+    code, err, _ = _cli([*_args(base, out), "--max-steps", "7", "--resume"], capsys)
     assert code == 0, err
     assert (out / "adapter_model.safetensors").stat().st_mtime_ns == before
 
@@ -167,7 +170,7 @@ def test_bad_options_are_one_line_errors(base, tmp_path, capsys):
         ([*_args(base, tmp_path / "d"), "--samples", str(tmp_path)], "not found"),
     ]
     for args, message in cases:
-        code, err = _cli(args, capsys)
+        code, err, _ = _cli(args, capsys)
         assert code == 2, (args, err)
         assert err.startswith("error:") and message in err
         assert len(err.strip().splitlines()) == 1
@@ -209,12 +212,14 @@ def test_accelerate_launch_runs_the_same_command_on_one_cpu_process(base, tmp_pa
 
 def test_export_gguf_command_writes_the_lora_for_llama_cpp(uninterrupted, tmp_path, capsys):
     out = tmp_path / "adapter.gguf"
-    code, err = _cli(
+    code, err, _ = _cli(
         ["", "", "", "train", "export-gguf", str(uninterrupted), "--out", str(out)], capsys
     )
     assert code == 0, err
     assert out.stat().st_size > 0 and "28 tensors, r 16, alpha 32" in err
-    code, err = _cli(["", "", "", "train", "export-gguf", str(tmp_path), "--out", str(out)], capsys)
+    code, err, _ = _cli(
+        ["", "", "", "train", "export-gguf", str(tmp_path), "--out", str(out)], capsys
+    )
     assert code == 2 and "not a peft adapter" in err
 
 
@@ -222,7 +227,7 @@ def test_gradient_checkpointing_gives_the_same_weights(base, uninterrupted, tmp_
     import torch
 
     out = tmp_path / "adapter"
-    code, err = _cli([*_args(base, out), "--gradient-checkpointing"], capsys)
+    code, err, _ = _cli([*_args(base, out), "--gradient-checkpointing"], capsys)
     assert code == 0, err
     full, again = _weights(uninterrupted), _weights(out)
     assert all(torch.equal(full[k], again[k]) for k in full)
