@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ _OPTIONS_OUTSIDE_HASH = frozenset(
 )
 #: Option names that would carry a secret: keys come from the environment, never the config.
 _SECRET_WORDS = ("key", "token", "secret", "password")
+#: Agent fields of endpoint and Python agents (not part of a model agent's hash).
+_OTHER_KIND_FIELDS = ("endpoint", "headers", "version", "python", "system_message", "cache")
 #: Top-level keys that do not change results (not hashed).
 _OUTSIDE_HASH = frozenset({"name", "concurrency", "data_dir", "cache"})
 
@@ -119,10 +122,50 @@ class SimulatorConfig(ModelConfig):
     max_tokens: int = Field(default=300, ge=1)
 
 
+class AgentKind(StrEnum):
+    """What an agent under test is."""
+
+    MODEL = "model"  # a model address and a system prompt
+    ENDPOINT = "endpoint"  # a service speaking OpenAI chat completions
+    PYTHON = "python"  # a Python object implementing the participant protocol
+
+
 class AgentConfig(ModelConfig):
-    """One agent under test."""
+    """One agent under test: a model and prompt, an HTTP endpoint, or a Python object.
+
+    Exactly one of ``model`` (an address), ``endpoint`` (``http://host:port/v1``; ``model`` is
+    then the model name sent to it) or ``python`` (``package.module:factory``) says which.
+    """
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+    model: str = Field(
+        default="",
+        description="Model address; with 'endpoint', the model name sent to the service.",
+    )
+    endpoint: str | None = Field(
+        default=None, description="Base URL of an OpenAI-compatible chat service (the agent)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Endpoint agents: HTTP header -> environment variable holding its value.",
+    )
+    version: str | None = Field(
+        default=None,
+        description="Endpoint agents: the version the service reports (enters the digests).",
+    )
+    python: str | None = Field(
+        default=None, description="'package.module:factory' of a Python agent."
+    )
+    system_message: bool = Field(
+        default=True,
+        description="Endpoint and Python agents: send the task's system prompt (and the own "
+        "prompt) as a system message.",
+    )
+    cache: bool | None = Field(
+        default=None,
+        description="Cache this agent's replies (default: the run's setting for model agents, "
+        "off for endpoint and Python agents, which may be stateful or random).",
+    )
     prompt: str = Field(default="builtin:plain", description="'builtin:<name>' or literal text.")
     conditions: list[Condition] = Field(default_factory=lambda: [Condition.NO_COT])
     temperature: float = Field(default=0.7, ge=0.0)
@@ -152,6 +195,118 @@ class AgentConfig(ModelConfig):
         if len(set(value)) != len(value):
             raise ValueError("conditions repeat")
         return value
+
+    @field_validator("headers")
+    @classmethod
+    def _header_variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, variable in value.items():
+            if not variable.isidentifier():
+                # A value here would be a secret written into the config: only names allowed.
+                raise ValueError(
+                    f"header {header!r}: give the name of an environment variable, not a value"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> AgentConfig:
+        # Messages start with the field they concern ("model: ..."): parse_config adds it to
+        # the key it names.
+        given = [k for k in ("endpoint", "python") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"{given[1]}: give one of model, endpoint or python")
+        if not given and len(self.model) < 3:
+            raise ValueError("model: a model address is required (or give endpoint or python)")
+        if self.python is not None and self.model:
+            raise ValueError("model: a python agent has no model")
+        if given and self.conditions != [Condition.NO_COT]:
+            raise ValueError(
+                "conditions: endpoint and python agents run under the no_cot condition only"
+            )
+        if self.endpoint is not None:
+            from cogwm.models.openai_api import base_urls
+
+            try:
+                (_,) = base_urls(self.endpoint)
+            except (CogwmError, ValueError) as exc:
+                raise ValueError(f"endpoint: {exc}") from None
+        if self.python is not None:
+            module, sep, attr = self.python.partition(":")
+            if not sep or not module or not attr:
+                raise ValueError(f"python: expected 'package.module:factory', got {self.python!r}")
+        if self.headers and self.endpoint is None:
+            raise ValueError("headers: headers apply to endpoint agents only")
+        return self
+
+    @property
+    def kind(self) -> AgentKind:
+        """Model, endpoint or Python agent."""
+        if self.endpoint is not None:
+            return AgentKind.ENDPOINT
+        if self.python is not None:
+            return AgentKind.PYTHON
+        return AgentKind.MODEL
+
+    def backend(self) -> ModelConfig:
+        """The model the agent's calls go through (model and endpoint agents).
+
+        An endpoint agent is an ``openai:`` model on its URL; its replies are not cached unless
+        ``cache`` says so.
+        """
+        if self.endpoint is None:
+            if self.cache is None:
+                return self
+            return self.model_copy(update={"options": {**self.options, "cache": self.cache}})
+        options = {
+            **self.options,
+            "base_url": self.endpoint,
+            "cache": bool(self.cache),
+        }
+        if self.headers:
+            options["headers_env"] = dict(self.headers)
+        return ModelConfig(
+            model=f"openai:{self.model or 'agent'}",
+            options=options,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            top_p=self.top_p,
+            repeat_penalty=self.repeat_penalty,
+        )
+
+    def label(self) -> str:
+        """What the agent is, for the store and reports (never a credential)."""
+        if self.endpoint is not None:
+            from cogwm.models.openai_api import endpoint_label
+
+            named = f" {self.model}" if self.model else ""
+            return f"endpoint:{endpoint_label(self.endpoint)}{named}"
+        if self.python is not None:
+            return f"python:{self.python}"
+        return self.model
+
+    def hashed(self) -> dict[str, Any]:
+        """What of this agent changes results.
+
+        A model agent: as any model. An endpoint agent: its URL (without credentials), model
+        name, reported version and sampling; header names, never values. A Python agent: its
+        import path and the factory's ``version`` attribute (imported here).
+        """
+        if self.kind is AgentKind.MODEL:
+            data = super().hashed()
+            # Fields of the other kinds stay out, so a model agent's hash is what it always was.
+            for key in _OTHER_KIND_FIELDS:
+                data.pop(key, None)
+            return data
+        data = self.model_dump(mode="json", exclude={"options", "endpoint", "headers", "cache"})
+        if self.endpoint is not None:
+            from cogwm.models.openai_api import endpoint_label
+
+            data["endpoint"] = endpoint_label(self.endpoint)
+            data["headers"] = sorted(self.headers)
+        else:
+            from cogwm.arena.agents import python_version
+
+            data["version"] = python_version(str(self.python))
+        return data
 
 
 class ArenaConfig(_Section):
@@ -259,10 +414,16 @@ def load_config(path: Path) -> ArenaConfig:
     Raises:
         ConfigError: One line naming the file and the offending key.
     """
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory; give the TOML file")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config {path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"config {path}: cannot read ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config {path}: not valid TOML: {exc}") from None
     return parse_config(raw, source=str(path))
@@ -273,10 +434,21 @@ def parse_config(raw: dict[str, Any], *, source: str = "config") -> ArenaConfig:
     try:
         config = ArenaConfig.model_validate(raw)
         config.agent_prompts()  # unknown built-in prompt names fail here, with their key
+        for i, agent in enumerate(config.agents):
+            if agent.python is not None:
+                from cogwm.arena.agents import import_factory
+
+                try:
+                    import_factory(agent.python)
+                except ConfigError as exc:
+                    raise ConfigError(f"agents.{i}.python: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "(top level)"
         message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+        field, sep, rest = message.partition(": ")
+        if sep and field.isidentifier() and first.get("type") == "value_error":
+            where, message = f"{where}.{field}", rest
         raise ConfigError(f"{source}: {where}: {message}") from None
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None

@@ -230,12 +230,17 @@ class AgentParticipant:
         self.task = task
         self.condition = condition
         self.history_turns = history_turns
+        self.system_prompt = self.system_text(task, own_prompt, condition)
+        self._system = Message(role="system", content=self.system_prompt)
+        self._chat: dict[int, tuple[ArenaTurn, Message]] = {}
+
+    @staticmethod
+    def system_text(task: TaskSpec, own_prompt: Prompt, condition: Condition) -> str:
+        """The agent's system prompt: the task's part, its own, and the CoT instruction."""
         parts = [agent_task_prompt(task).text, own_prompt.text]
         if condition is Condition.COT:
             parts.append(AGENT_COT.render(user_role=task.user_role))
-        self.system_prompt = "\n".join(p for p in parts if p)
-        self._system = Message(role="system", content=self.system_prompt)
-        self._chat: dict[int, tuple[ArenaTurn, Message]] = {}
+        return "\n".join(p for p in parts if p)
 
     def messages(self, turns: Sequence[ArenaTurn]) -> list[Message]:
         """The chat the agent sees: its system prompt, then the turns as user/assistant messages."""

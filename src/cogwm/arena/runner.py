@@ -20,12 +20,12 @@ from typing import NamedTuple
 from pydantic import Field
 
 from cogwm import tasks
+from cogwm.arena.agents import build_agent
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash
 from cogwm.arena.digests import Digests
 from cogwm.arena.judging import judge_good_outcome
 from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
 from cogwm.arena.participants import (
-    AgentParticipant,
     IntentDetector,
     ProfileAnnotator,
     SimulatorParticipant,
@@ -100,6 +100,7 @@ class ArenaRunner:
         self._preps: dict[tuple[str, str], asyncio.Task[Prep]] = {}
         self._stored_preps = store.preps(run_id)
         self._agent_prompts = config.agent_prompts()
+        self._agent_backends = {a.name: a.backend() for a in config.agents}
 
     def model(self, spec: ModelConfig) -> Model:
         """One ``Model`` per distinct address and options (the backend is shared anyway)."""
@@ -235,13 +236,13 @@ class ArenaRunner:
         prep = await asyncio.shield(self.prep(task, unit.scenario))
         self.store.set_profile_source(conversation_id, prep.profile.source)
         config = self.config
-        agent = AgentParticipant(
-            self.model(unit.agent),
+        agent = build_agent(
             unit.agent,
             task,
             self._agent_prompts[unit.agent.name],
             unit.condition,
             history_turns=config.history_turns,
+            model=lambda: self.model(self._agent_backends[unit.agent.name]),
         )
         simulator = SimulatorParticipant(
             self.model(config.simulator), config.simulator, task, history_turns=config.history_turns
@@ -281,7 +282,7 @@ class ArenaRunner:
             condition=unit.condition.value,
             scenario=unit.scenario.id,
             scenario_source=unit.scenario.source,
-            agent_model=unit.agent.model,
+            agent_model=unit.agent.label(),
             simulator_model=self.config.simulator.model,
             seed=unit.seed(self.config.seed),
             trial=unit.trial,

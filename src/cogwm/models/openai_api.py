@@ -79,6 +79,11 @@ class OpenAIOptions(BaseModel):
         description="Request field for Sampling.repeat_penalty (vLLM: repetition_penalty).",
     )
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Sent with every call.")
+    headers_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers sent with every call, as header name -> the environment "
+        "variable holding its value (values are never stored, shown or cached).",
+    )
 
 
 def endpoint_label(url: str) -> str:
@@ -118,6 +123,21 @@ def base_urls(option: str | list[str] | None) -> list[str]:
     return urls
 
 
+def header_values(headers_env: dict[str, str]) -> dict[str, str]:
+    """Each header's value from its environment variable.
+
+    Raises:
+        ConfigError: A variable is not set (named; its value never appears anywhere).
+    """
+    values: dict[str, str] = {}
+    for header, variable in headers_env.items():
+        value = os.environ.get(variable)
+        if value is None:
+            raise ConfigError(f"header {header!r}: environment variable ${variable} is not set")
+        values[header] = value
+    return values
+
+
 def api_key(option: SecretStr | None) -> str:
     """The key from the option or the environment; a placeholder for key-less local servers."""
     if option is not None:
@@ -145,6 +165,9 @@ class OpenAIBackend(Backend):
         self.default_concurrency = 32
         self.default_timeout_s = 300.0
         self._key = SecretStr(api_key(options.api_key))
+        self._headers = {
+            name: SecretStr(v) for name, v in header_values(options.headers_env).items()
+        }
         self._clients: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, AsyncOpenAI]] = {}
         self._caps: dict[str, Capabilities] = {}
         self._probe_locks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
@@ -157,7 +180,8 @@ class OpenAIBackend(Backend):
     def secrets(self) -> list[str]:
         """The API key (scrubbed from every message that leaves the backend)."""
         key = self._key.get_secret_value()
-        return [] if key == _NO_KEY else [key]
+        headers = [v.get_secret_value() for v in self._headers.values()]
+        return [h for h in headers if h] + ([] if key == _NO_KEY else [key])
 
     def describe(self) -> dict[str, str]:
         """Model, endpoints and where the key came from (never the key)."""
@@ -221,6 +245,7 @@ class OpenAIBackend(Backend):
                 base_url=self._urls[endpoint],
                 max_retries=0,  # the generate path owns retries
                 timeout=600.0,  # and timeouts
+                default_headers={k: v.get_secret_value() for k, v in self._headers.items()},
             )
             entry = self._clients[(id(loop), endpoint)] = (loop, client)
         return entry[1]
