@@ -191,3 +191,171 @@ def test_arena_and_tom_have_different_default_stores() -> None:
     arena_default = inspect.signature(arena.run_command).parameters["db"].default
     tom_default = inspect.signature(tom.stats_command).parameters["db"].default
     assert arena_default != tom_default
+
+
+# ------------------------------------------------------------ one line instead of a traceback
+
+
+def _items(d: Path) -> Path:
+    from cogwm.tom.items import write_items
+    from helpers_tom import mc_item
+
+    path = d / "items.jsonl"
+    write_items(path, [mc_item("x:1#w0:retro:t"), mc_item("x:2#w0:retro:t", dialogue_id="x:2")])
+    return path
+
+
+def _latin1(d: Path) -> Path:
+    path = d / "latin1.jsonl"
+    path.write_bytes("caf\xe9\n".encode("latin-1"))
+    return path
+
+
+def _folder(d: Path) -> Path:
+    (d / "folder").mkdir(exist_ok=True)
+    return d / "folder"
+
+
+def _binary(d: Path) -> Path:
+    path = d / "binary.toml"
+    path.write_bytes(bytes(range(256)))
+    return path
+
+
+def _a_file(d: Path) -> Path:
+    path = d / "file.txt"
+    path.write_text("x")
+    return path
+
+
+def _config(d: Path, **fields: object) -> Path:
+    text = ARENA.format(agent="fake:arena-script")
+    for key, value in fields.items():
+        text = text.replace(f'{key} = "builtin:empathetic"', f"{key} = {value}")
+    path = d / "arena.toml"
+    path.write_text(text)
+    return path
+
+
+BAD_INPUTS = {
+    "arena CONFIG is a directory": lambda d: ["arena", "run", _folder(d), "--db", d / "r.sqlite"],
+    "arena CONFIG is binary": lambda d: ["arena", "run", _binary(d), "--db", d / "r.sqlite"],
+    "misspelt builtin: prompt": lambda d: [
+        "arena",
+        "run",
+        _config(d, prompt='"bultin:dismissive"'),
+        "--db",
+        d / "r.sqlite",
+    ],
+    "report --plots on a file": lambda d: ["arena", "report", "--plots", _a_file(d)],
+    "tom variants non-UTF-8": lambda d: ["tom", "variants", _latin1(d), "--easy", "--out", d / "o"],
+    "tom verify-export non-UTF-8": lambda d: [
+        "tom",
+        "verify-export",
+        _latin1(d),
+        "--out",
+        d / "o.csv",
+    ],
+    "tom verify votes non-UTF-8": lambda d: ["tom", "verify", _items(d), "--votes", _latin1(d)],
+    "tom variants --out is a directory": lambda d: [
+        "tom",
+        "variants",
+        _items(d),
+        "--easy",
+        "--out",
+        _folder(d),
+    ],
+    "tom verify-export --out is a directory": lambda d: [
+        "tom",
+        "verify-export",
+        _items(d),
+        "--out",
+        _folder(d),
+    ],
+    "data list on a missing folder": lambda d: ["data", "list", "--data-dir", d / "nowhere"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    args = [str(a) for a in BAD_INPUTS[case](tmp_path)]
+    if args[:2] == ["arena", "report"]:
+        # a real store to report on, so only --plots is wrong
+        config = _config(tmp_path)
+        assert (
+            cogwm("arena", "run", str(config), "--db", str(tmp_path / "ok.sqlite"), "--no-progress")
+            == 0
+        )
+        capsys.readouterr()
+        args += ["--db", str(tmp_path / "ok.sqlite")]
+    one_error(capsys, *args)
+
+
+def test_tom_eval_against_an_unreachable_model_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "t.sqlite"
+    args = ["tom", "eval", str(_items(tmp_path)), "--model", "openai:nobody", "--db", str(db)]
+    code = cogwm(*args, "--base-url", "http://127.0.0.1:9/v1")
+    err = capsys.readouterr().err
+    assert code == EXIT_UNITS_FAILED, err
+    assert "Traceback" not in err and "failed" in err
+
+
+def test_tom_build_llm_against_an_unreachable_model_leaves_no_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from helpers_tom import write_annomi
+
+    write_annomi(tmp_path / "data" / "annomi", sessions=1, rounds=4)
+    out = tmp_path / "llm.jsonl"
+    code = cogwm(
+        "tom",
+        "build",
+        "--corpus",
+        "annomi",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--source",
+        "llm",
+        "--model",
+        "openai:nobody",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--out",
+        str(out),
+    )
+    err = capsys.readouterr().err
+    assert code == EXIT_UNITS_FAILED and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_intent_from_round_beyond_max_rounds_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text(
+        ARENA.format(agent="fake:arena-script").replace(
+            "intent_from_round = 3", "intent_from_round = 50"
+        )
+    )
+    assert (
+        cogwm("arena", "run", str(config), "--db", str(tmp_path / "r.sqlite"), "--no-progress") == 0
+    )
+    assert "intent detector never runs" in capsys.readouterr().err
+
+
+def test_merge_of_part_of_the_shards_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(tmp_path)
+    shard = tmp_path / "s1.sqlite"
+    assert (
+        cogwm("arena", "run", str(config), "--db", str(shard), "--shard", "1/3", "--no-progress")
+        == 0
+    )
+    capsys.readouterr()
+    assert cogwm("arena", "merge", str(tmp_path / "all.sqlite"), str(shard)) == 0
+    assert "shard(s) 2/3, 3/3 of the run were not given" in capsys.readouterr().err

@@ -145,7 +145,26 @@ def resolve_agent_prompt(value: str, *, key: str) -> Prompt:
             known = ", ".join(sorted(AGENT_PERSONAS))
             raise ConfigError(f"{key}: unknown built-in prompt {name!r} (known: {known})")
         return AGENT_PERSONAS[name]
+    _refuse_misspelt_builtin(value, key=key)
     return Prompt(id=f"{key}.custom", version=1, text=value.strip())
+
+
+def _refuse_misspelt_builtin(value: str, *, key: str) -> None:
+    """A one-word prefix close to ``builtin:`` ('bultin:dismissive') is a typo, not a prompt:
+    taken literally it would silently become the agent's whole system prompt."""
+    import difflib
+
+    head, sep, name = value.strip().partition(":")
+    if not sep or " " in head or " " in name.strip() or not name.strip():
+        return
+    prefix = BUILTIN_PREFIX.rstrip(":")
+    if difflib.SequenceMatcher(None, head.lower(), prefix).ratio() >= 0.7:
+        known = ", ".join(sorted(AGENT_PERSONAS))
+        raise ConfigError(
+            f"{key}: {value.strip()!r} looks like a misspelt '{BUILTIN_PREFIX}<name>' "
+            f"(built-in prompts: {known}); write it as '{BUILTIN_PREFIX}{name.strip()}' or give "
+            "the prompt as full text"
+        )
 
 
 def agent_task_prompt(task: TaskSpec) -> Prompt:

@@ -60,6 +60,13 @@ def run_command(
     config = load_config(config_path)
     if data_dir is not None:
         config = config.model_copy(update={"data_dir": str(data_dir)})
+    if config.intent_from_round > config.max_rounds:
+        err_console.print(
+            f"warning: intent_from_round {config.intent_from_round} > max_rounds "
+            f"{config.max_rounds}: the intent detector never runs, every conversation lasts "
+            "max_rounds unless the user leaves",
+            markup=False,
+        )
     parsed_shard = Shard.parse(shard) if shard else None
     created = not db.exists()
     try:
@@ -131,6 +138,8 @@ def report_command(
 
     if as_json and as_csv:
         raise InputError("--json and --csv exclude each other")
+    if plots is not None and plots.exists() and not plots.is_dir():
+        raise InputError(f"--plots {plots} is a file; give a directory for the PNGs")
     if empty not in ("zero", "carry"):
         raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
     with RunStore(db, create=False) as store:
@@ -165,6 +174,12 @@ def merge_command(
         f"merged {summary.shards} shards into {out}: {summary.conversations} conversations "
         f"({summary.unfinished} unfinished, {summary.duplicates} duplicates dropped)"
     )
+    if summary.missing:
+        err_console.print(
+            f"warning: shard(s) {', '.join(summary.missing)} of the run were not given: their "
+            f"conversations are missing; merge again with them, or --resume --db {out} runs them",
+            markup=False,
+        )
 
 
 @app.command("export")

@@ -69,7 +69,8 @@ def _write_jsonl(out: Path, records: Iterable[Record]) -> int:
 @app.command("list")
 def list_corpora(data_dir: DataDirOption = None) -> None:
     """List the corpora cogwm reads and whether their folders are present."""
-    root = data_dir if data_dir is not None else _optional_root()
+    # An explicit folder that does not exist is an error, not a table of "no".
+    root = resolve_data_dir(data_dir) if data_dir is not None else _optional_root()
     table = Table("corpus", "aliases", "folder", "release dialogues", "present", title="corpora")
     for spec in corpora.CORPORA:
         present = "?" if root is None else ("yes" if (root / spec.folder).is_dir() else "no")

@@ -58,8 +58,15 @@ def _fail(message: str) -> None:
 
 
 def main() -> None:
-    """Run the CLI; a user error prints ``error: ...`` on one line and exits with 2."""
+    """Run the CLI; a user error prints ``error: ...`` on one line and exits with 2.
+
+    Exit codes: 0 done; 1 the command ran but some of its units (conversations, items, model
+    calls) failed, or a model could not be reached; 2 a user error; 130 interrupted.
+    """
     _register()
+    from cogwm.cli.common import EXIT_UNITS_FAILED
+    from cogwm.models.types import BackendError, ModelCallError
+
     try:
         result = app(prog_name="cogwm", standalone_mode=False)
     except click_errors.NoArgsIsHelpError as exc:
@@ -74,6 +81,17 @@ def main() -> None:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         _fail(f"invalid {exc.title}: {where}: {first.get('msg')}")
+    except UnicodeDecodeError as exc:
+        # Commands that read text name the file themselves; this is the net under them.
+        _fail(f"input is not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        # Unwritable or missing paths, a directory given for a file: the user's to fix.
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{(exc.strerror or str(exc)).lower()}")
+    except (BackendError, ModelCallError) as exc:
+        # A model that cannot be reached at all: the command failed, the input may be fine.
+        typer.echo(f"error: model call failed: {exc}", err=True)
+        sys.exit(EXIT_UNITS_FAILED)
     except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(130)

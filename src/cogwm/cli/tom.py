@@ -16,7 +16,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.cli.common import (
+    EXIT_UNITS_FAILED,
+    DataDirOption,
+    console,
+    err_console,
+    print_json,
+    resolve_data_dir,
+)
 from cogwm.errors import InputError
 
 if TYPE_CHECKING:
@@ -221,13 +228,14 @@ def build_command(
     if limit is not None:
         contexts = _first_per_corpus(contexts, limit)
     report: Counter[str] = Counter()
+    failed = 0
     if source == "template":
         items = _build_templates(contexts, tasks, seed, resolve_data_dir(data_dir), report)
         write_items(out, items)
     else:
         assert model is not None
-        items = _build_llm(contexts, out, model, tasks, resume, concurrency, base_url)
-        items = read_items(out)
+        failed = _build_llm(contexts, out, model, tasks, resume, concurrency, base_url)
+        items = read_items(out) if out.exists() else []
     if as_json:
         print_json(
             {
@@ -237,10 +245,18 @@ def build_command(
                 "dropped": dict(sorted(report.items())),
             }
         )
+        if failed:
+            raise typer.Exit(EXIT_UNITS_FAILED)
         return
     console.print(_count_table(items, f"{source} items written to {out}"))
     for reason, n in sorted(report.items()):
         console.print(f"  {n:5d}  {reason}", markup=False, highlight=False)
+    if failed:
+        err_console.print(
+            f"{failed} contexts lost items to failed model calls; --resume retries them",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_UNITS_FAILED)
 
 
 def _build_templates(
@@ -291,12 +307,18 @@ def _build_llm(
     resume: bool,
     concurrency: int,
     base_url: str | None,
-) -> list[ToMItem]:
-    from cogwm.tom.generator import ItemGenerator
+) -> int:
+    """Generate items into ``out`` (appended context by context, so ``--resume`` can go on);
+    returns how many items were dropped because model calls failed.
+
+    A new ``out`` that ends up without items is removed, so a failed build leaves no empty file.
+    """
+    from cogwm.tom.generator import DropReason, ItemGenerator
     from cogwm.tom.items import read_items, write_items
 
     done: set[str] = set()
-    if resume and out.exists():
+    fresh = not (resume and out.exists())
+    if not fresh:
         done = {i.provenance.window_id for i in read_items(out)}
     else:
         write_items(out, [])
@@ -308,8 +330,12 @@ def _build_llm(
         write_items(out, items, append=True)
         made.extend(items)
 
-    with _progress(f"generating with {spec}", len(todo)) as advance:
-        report = asyncio.run(_run_generator(generator, todo, keep, advance))
+    try:
+        with _progress(f"generating with {spec}", len(todo)) as advance:
+            report = asyncio.run(_run_generator(generator, todo, keep, advance))
+    finally:
+        if fresh and not made:
+            out.unlink(missing_ok=True)
     err_console.print(
         f"{report.contexts} contexts, {sum(report.items.values())} items, "
         f"dropped: {dict(report.dropped) or 'none'}"
@@ -317,7 +343,9 @@ def _build_llm(
     )
     for example in report.examples:
         err_console.print(f"  {example}", markup=False)
-    return made
+    return (
+        report.dropped[DropReason.MODEL_ERROR.value] + report.dropped[DropReason.NO_PROFILE.value]
+    )
 
 
 async def _run_generator(
@@ -651,6 +679,14 @@ def eval_command(
         rows = _run_rates(store, summary.run_id)
         circular_rows = _run_circular(store, summary.run_id) if circular else []
     _print_eval(summary, rows, model, db, as_json, circular_rows)
+    if summary.failed:
+        # Answers that failed are not stored (so not counted as wrong); the run is incomplete.
+        err_console.print(
+            f"{summary.failed} of {len(items)} items failed (model calls); their answers are "
+            f"missing from the rates; --resume --db {db} retries them",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_UNITS_FAILED)
 
 
 def _teacher(

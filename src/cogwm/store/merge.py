@@ -18,6 +18,21 @@ class MergeSummary(NamedTuple):
     conversations: int
     duplicates: int
     unfinished: int
+    missing: tuple[str, ...] = ()  # shards ('2/4') of the run that were not given
+
+
+def missing_shards(labels: list[str | None]) -> tuple[str, ...]:
+    """The shards (``i/n``) of a sharded run that ``labels`` (the stores' shard fields) lack."""
+    parsed = [tuple(int(x) for x in label.split("/")) for label in labels if label]
+    if not parsed:
+        return ()
+    present = {(i, n) for i, n in parsed}
+    return tuple(
+        f"{i}/{n}"
+        for n in sorted({n for _, n in parsed})
+        for i in range(1, n + 1)
+        if (i, n) not in present
+    )
 
 
 def merge_stores(out: Path, shards: list[Path]) -> MergeSummary:
@@ -46,7 +61,8 @@ def merge_stores(out: Path, shards: list[Path]) -> MergeSummary:
         if len(hashes) > 1:
             raise ConfigError(f"the shards were run with different configs ({len(hashes)} hashes)")
         with RunStore(out) as target:
-            return _copy_all(target, sources)
+            summary = _copy_all(target, sources)
+        return summary._replace(missing=missing_shards([r.shard for r in runs if r is not None]))
     except BaseException:
         for leftover in (out, out.with_name(out.name + "-wal"), out.with_name(out.name + "-shm")):
             leftover.unlink(missing_ok=True)

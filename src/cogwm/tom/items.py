@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError, model_validator
 
 from cogwm.errors import InputError
+from cogwm.jsonl import write_lines
 from cogwm.schema.base import Record
 
 #: The option that becomes correct in counterfactual items; it is always the last option.
@@ -286,15 +287,19 @@ def iter_items(path: Path) -> Iterator[ToMItem]:
     if not path.is_file():
         raise InputError(f"items file {path} does not exist")
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            item = _parse_line(path, lineno, line)
-            if item.id in seen:
-                raise InputError(f"{path}:{lineno}: item {item.id!r}: duplicate item id")
-            seen.add(item.id)
-            yield item
+    lineno = 0
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                item = _parse_line(path, lineno, line)
+                if item.id in seen:
+                    raise InputError(f"{path}:{lineno}: item {item.id!r}: duplicate item id")
+                seen.add(item.id)
+                yield item
+    except UnicodeDecodeError:
+        raise InputError(f"{path}:{lineno + 1}: not UTF-8 text") from None
 
 
 def _parse_line(path: Path, lineno: int, line: str) -> ToMItem:
@@ -313,11 +318,28 @@ def _parse_line(path: Path, lineno: int, line: str) -> ToMItem:
 
 
 def write_items(path: Path, items: Iterable[ToMItem], *, append: bool = False) -> int:
-    """Write items as JSON lines; returns how many were written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write items as JSON lines; returns how many were written.
+
+    A new file is written beside its name and renamed at the end, so a failure never leaves
+    an empty or partial file under that name.
+
+    Raises:
+        InputError: The path is a directory or cannot be written.
+    """
+    if path.is_dir():
+        raise InputError(f"{path} is a directory; give a file name for the items")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot create {path.parent} ({exc.strerror})") from None
+    if not append:
+        return write_lines(path, (item.model_dump_json() for item in items))
     count = 0
-    with path.open("a" if append else "w", encoding="utf-8") as handle:
-        for item in items:
-            handle.write(item.model_dump_json() + "\n")
-            count += 1
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            for item in items:
+                handle.write(item.model_dump_json() + "\n")
+                count += 1
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
     return count

@@ -147,6 +147,13 @@ def read_votes(path: Path, known_ids: set[str]) -> list[VoteRow]:
     """
     if not path.is_file():
         raise InputError(f"votes file {path} does not exist")
+    try:
+        return _read_votes(path, known_ids)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _read_votes(path: Path, known_ids: set[str]) -> list[VoteRow]:
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         columns = set(reader.fieldnames or [])

@@ -1,0 +1,402 @@
+"""Run cogwm on many bad or awkward inputs and count what a user would not want to see.
+
+Each probe runs the real command in a subprocess (stdout and stderr piped, as in a log) in a
+fresh temporary directory and is classed as:
+
+* ``ok``: one ``error: ...`` line and exit 2, or the documented outcome (exit 1 for a run with
+  failed units, exit 0 with a correct result);
+* ``traceback``: a Python traceback on stderr;
+* ``silent``: exit 0 where the input was wrong or the run failed;
+* ``other``: anything else (several error lines, another exit code).
+
+Files each probe must leave untouched are compared byte for byte.
+
+    python bench/probe_bad_inputs.py [--only SUBSTRING] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ARENA = """
+name = "probe"
+tasks = ["ESC"]
+dialogues_per_task = 1
+max_rounds = {max_rounds}
+intent_from_round = {intent_from}
+
+[simulator]
+model = "{simulator}"
+
+[[agents]]
+name = "a"
+model = "{agent}"
+prompt = "{prompt}"
+"""
+
+UNREACHABLE = "http://127.0.0.1:9/v1"
+
+
+def arena_config(
+    d: Path,
+    *,
+    agent: str = "fake:schema",
+    simulator: str = "fake:schema",
+    prompt: str = "builtin:dismissive",
+    max_rounds: int = 4,
+    intent_from: int = 3,
+) -> str:
+    path = d / "arena.toml"
+    path.write_text(
+        ARENA.format(
+            agent=agent,
+            simulator=simulator,
+            prompt=prompt,
+            max_rounds=max_rounds,
+            intent_from=intent_from,
+        )
+    )
+    return str(path)
+
+
+def foreign(d: Path) -> str:
+    path = d / "other.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.commit()
+    conn.close()
+    return str(path)
+
+
+def empty(d: Path) -> str:
+    path = d / "notes.jsonl"
+    path.write_text("")
+    return str(path)
+
+
+def not_utf8(d: Path) -> str:
+    path = d / "latin1.jsonl"
+    path.write_bytes("caf\xe9\n".encode("latin-1"))
+    return str(path)
+
+
+def a_dir(d: Path) -> str:
+    (d / "folder").mkdir(exist_ok=True)
+    return str(d / "folder")
+
+
+def binary(d: Path) -> str:
+    path = d / "binary.toml"
+    path.write_bytes(bytes(range(256)))
+    return str(path)
+
+
+def a_file(d: Path) -> str:
+    path = d / "file.txt"
+    path.write_text("x")
+    return str(path)
+
+
+@dataclass
+class Probe:
+    """One command on one bad input."""
+
+    name: str
+    args: Callable[[Path], list[str]]
+    expect: str = "error"  # 'error' (exit 2, one line), 'failed' (exit 1), 'zero' (exit 0)
+    untouched: Callable[[Path], list[Path]] = field(default=lambda d: [])
+    check: Callable[[Path, str, str], bool] | None = None  # extra check on (dir, out, err)
+
+
+def _probes() -> list[Probe]:
+    return [
+        Probe(
+            "arena run: unknown agent backend",
+            lambda d: ["arena", "run", arena_config(d, agent="foo:bar"), "--db", f"{d}/r.sqlite"],
+            "failed",
+        ),
+        Probe(
+            "arena run: unreachable agent server",
+            lambda d: [
+                "arena",
+                "run",
+                arena_config(d, agent="openai:qwen"),
+                "--db",
+                f"{d}/r.sqlite",
+            ],
+            "failed",
+        ),
+        Probe(
+            "arena run --db on another tool's SQLite file",
+            lambda d: ["arena", "run", arena_config(d), "--db", foreign(d)],
+            untouched=lambda d: [d / "other.sqlite"],
+        ),
+        Probe(
+            "arena report --db on another tool's SQLite file",
+            lambda d: ["arena", "report", "--db", foreign(d)],
+            untouched=lambda d: [d / "other.sqlite"],
+        ),
+        Probe(
+            "arena report --db on an empty .jsonl",
+            lambda d: ["arena", "report", "--db", empty(d)],
+            untouched=lambda d: [d / "notes.jsonl"],
+        ),
+        Probe(
+            "tom stats --db on an empty .jsonl",
+            lambda d: ["tom", "stats", "--db", empty(d)],
+            untouched=lambda d: [d / "notes.jsonl"],
+        ),
+        Probe(
+            "tom stats --db on another tool's SQLite file",
+            lambda d: ["tom", "stats", "--db", foreign(d)],
+            untouched=lambda d: [d / "other.sqlite"],
+        ),
+        Probe(
+            "arena run: CONFIG is a directory",
+            lambda d: ["arena", "run", a_dir(d), "--db", f"{d}/r.sqlite"],
+        ),
+        Probe(
+            "arena run: CONFIG is binary",
+            lambda d: ["arena", "run", binary(d), "--db", f"{d}/r.sqlite"],
+        ),
+        Probe(
+            "arena run: prompt 'bultin:dismissive'",
+            lambda d: [
+                "arena",
+                "run",
+                arena_config(d, prompt="bultin:dismissive"),
+                "--db",
+                f"{d}/r.sqlite",
+            ],
+        ),
+        Probe(
+            "arena run: intent_from_round > max_rounds",
+            lambda d: [
+                "arena",
+                "run",
+                arena_config(d, max_rounds=6, intent_from=50),
+                "--db",
+                f"{d}/r.sqlite",
+            ],
+            "zero",
+            check=lambda d, out, err: "intent detector never runs" in err,
+        ),
+        Probe(
+            "arena report --plots on a file",
+            lambda d: (
+                [*_with_run(d, ["arena", "report", "--db", f"{d}/ok.sqlite", "--plots"]), a_file(d)]
+            ),
+        ),
+        Probe(
+            "tom variants: non-UTF-8 items",
+            lambda d: ["tom", "variants", not_utf8(d), "--easy", "--out", f"{d}/v.jsonl"],
+        ),
+        Probe(
+            "tom verify-export: non-UTF-8 items",
+            lambda d: ["tom", "verify-export", not_utf8(d), "--out", f"{d}/v.csv"],
+        ),
+        Probe(
+            "tom verify: non-UTF-8 items",
+            lambda d: ["tom", "verify", not_utf8(d), "--votes", not_utf8(d)],
+        ),
+        Probe(
+            "tom eval: unreachable model",
+            lambda d: _with_items(
+                d,
+                [
+                    "tom",
+                    "eval",
+                    f"{d}/items.jsonl",
+                    "--model",
+                    "openai:nobody",
+                    "--base-url",
+                    UNREACHABLE,
+                    "--db",
+                    f"{d}/t.sqlite",
+                    "--limit",
+                    "2",
+                ],
+            ),
+            "failed",
+        ),
+        Probe(
+            "tom build: --out in a directory that cannot be made",
+            lambda d: [
+                "tom",
+                "build",
+                "--corpus",
+                "annomi",
+                "--limit",
+                "1",
+                "--data-dir",
+                _data(),
+                "--out",
+                "/proc/cogwm/items.jsonl",
+            ],
+        ),
+        Probe(
+            "tom build: --out is a directory",
+            lambda d: [
+                "tom",
+                "build",
+                "--corpus",
+                "annomi",
+                "--limit",
+                "1",
+                "--data-dir",
+                _data(),
+                "--out",
+                a_dir(d),
+            ],
+        ),
+        Probe(
+            "tom build --source llm: unreachable model leaves no --out",
+            lambda d: [
+                "tom",
+                "build",
+                "--corpus",
+                "annomi",
+                "--limit",
+                "1",
+                "--data-dir",
+                _data(),
+                "--source",
+                "llm",
+                "--model",
+                "openai:nobody",
+                "--base-url",
+                UNREACHABLE,
+                "--out",
+                f"{d}/llm.jsonl",
+            ],
+            "failed",
+            check=lambda d, out, err: not (d / "llm.jsonl").exists(),
+        ),
+        Probe(
+            "score fidelity --resamples 10^11",
+            lambda d: ["score", "fidelity", "--resamples", "100000000000", f"{d}/none.jsonl"],
+        ),
+        Probe(
+            "data list --data-dir /nonexistent",
+            lambda d: ["data", "list", "--data-dir", f"{d}/nonexistent"],
+        ),
+    ]
+
+
+def _data() -> str:
+    return os.environ.get("COGWM_DATA_DIR", str(Path(__file__).parent.parent / "tests/fixtures"))
+
+
+def _with_run(d: Path, args: list[str]) -> list[str]:
+    config = arena_config(d)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cogwm.cli.main",
+            "arena",
+            "run",
+            config,
+            "--db",
+            f"{d}/ok.sqlite",
+            "--no-progress",
+        ],
+        capture_output=True,
+        cwd=d,
+        check=False,
+    )
+    return args
+
+
+def _with_items(d: Path, args: list[str]) -> list[str]:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cogwm.cli.main",
+            "tom",
+            "build",
+            "--corpus",
+            "annomi",
+            "--limit",
+            "2",
+            "--data-dir",
+            _data(),
+            "--out",
+            f"{d}/items.jsonl",
+        ],
+        capture_output=True,
+        cwd=d,
+        check=False,
+    )
+    return args
+
+
+def classify(probe: Probe, d: Path, code: int, out: str, err: str) -> str:
+    """The probe's class (see the module doc)."""
+    if "Traceback" in err:
+        return "traceback"
+    if probe.check is not None and not probe.check(d, out, err):
+        return "other"
+    if probe.expect == "zero":
+        return "ok" if code == 0 else "other"
+    if code == 0:
+        return "silent"
+    if probe.expect == "failed":
+        return "ok" if code == 1 else "other"
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    return "ok" if code == 2 and len(errors) == 1 else "other"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="")
+    parser.add_argument("--verbose", action="store_true")
+    ns = parser.parse_args()
+    counts: Counter[str] = Counter()
+    for probe in _probes():
+        if ns.only not in probe.name:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            env = {**os.environ, "COGWM_CACHE_DIR": f"{d}/cache", "COLUMNS": "80"}
+            env.pop("COGWM_BASE_URL", None)
+            args = probe.args(d)
+            before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in probe.untouched(d)}
+            done = subprocess.run(
+                [sys.executable, "-m", "cogwm.cli.main", *args],
+                capture_output=True,
+                text=True,
+                cwd=d,
+                env=env,
+                timeout=300,
+                check=False,
+            )
+            kind = classify(probe, d, done.returncode, done.stdout, done.stderr)
+            changed = [
+                p.name for p, h in before.items() if hashlib.sha256(p.read_bytes()).hexdigest() != h
+            ]
+            if changed:
+                kind = "wrote-foreign"
+        counts[kind] += 1
+        print(f"{kind:13s} exit {done.returncode:3d}  {probe.name}")
+        if ns.verbose or kind != "ok":
+            tail = done.stderr.strip().splitlines()[-2:]
+            for line in tail:
+                print(f"{'':20s}{line[:150]}")
+    print(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), f"of {sum(counts.values())}")
+    return 0 if set(counts) <= {"ok"} else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
