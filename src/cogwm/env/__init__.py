@@ -1,0 +1,18 @@
+"""The arena as an environment for training agents: Gymnasium-style ``reset``/``step`` over a
+conversation with the cognitive user simulator, rewarded by the change in the user's state.
+
+See ``cogwm.env.arena`` for the interface; ``AsyncArenaEnv`` is the core, ``ArenaEnv`` its
+synchronous wrapper, ``reset_all``/``step_all`` step many conversations at once.
+"""
+
+from cogwm.env.arena import (
+    ArenaEnv,
+    AsyncArenaEnv,
+    Episode,
+    Step,
+    reset_all,
+    rollout,
+    step_all,
+)
+
+__all__ = ["ArenaEnv", "AsyncArenaEnv", "Episode", "Step", "reset_all", "rollout", "step_all"]

@@ -1,0 +1,417 @@
+"""One arena conversation as a reinforcement-learning environment (Gymnasium's conventions).
+
+``reset(seed, options) -> (observation, info)`` starts a conversation from a scenario's cold
+start; ``step(reply) -> (observation, reward, terminated, truncated, info)`` plays the agent's
+reply and the simulated user's answer. The observation is the user's utterance (a dict with the
+state too when ``reveal_state``); the user's state is always in ``info["state"]``.
+
+Reward: ``r_t = s_t - s_{t-1}``, the change in the task's composite score of the user's state
+(DESIGN.md §5; ``s_0`` is the state read from the cold start), so an episode's return is the
+arena's Δ for the same conversation. ``info["components"]`` holds the state's parts (emotion
+valence and the B/D/I values) and ``info["composite"]`` is ``s_t``. With
+``good_outcome_bonus``, the judge's GoodOutcome verdict at the end adds that bonus (an
+unparsed verdict adds nothing and is None in ``info["good_outcome"]``).
+
+Termination: the user leaving or the intent detector's verdict (from ``intent_from_round``)
+ends the episode (``terminated``); the round limit truncates it (``truncated``). Seeds follow
+the arena's derivation, so ``reset(seed=run_seed, options={"scenario": id})`` meets the same
+simulated user as a paired-seed arena run with that seed (trial 0).
+
+``gymnasium`` is not required: observations are text, which its spaces do not describe, and
+the interface follows its ``Env`` API so its wrappers' conventions carry over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, Self
+
+from cogwm import tasks
+from cogwm.arena.config import ArenaConfig, ModelConfig, SimulatorConfig
+from cogwm.arena.judging import judge_good_outcome
+from cogwm.arena.orchestrator import cold_start_turns
+from cogwm.arena.participants import IntentDetector, SimulatorParticipant
+from cogwm.arena.prompts import agent_task_prompt
+from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario, builtin_scenarios, select_scenarios
+from cogwm.arena.scoring import user_states
+from cogwm.arena.termination import Phase, Termination
+from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
+from cogwm.errors import ConfigError, InputError
+from cogwm.metrics.trajectory import composite_series
+from cogwm.models import Model, load
+from cogwm.schema import BDI, CognitiveState, Profile, Role, TaskSpec
+
+Observation = str | dict[str, Any]
+
+
+class Step(NamedTuple):
+    """What ``step`` returns (Gymnasium's five-tuple)."""
+
+    observation: Observation
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+class AsyncArenaEnv:
+    """One conversation at a time with the simulated user; ``await`` its ``reset`` and ``step``.
+
+    Args:
+        task: The task (its weights define the reward).
+        simulator: The user simulator (a model address or its config).
+        intent_detector: Default: the simulator's model at temperature 0.
+        judge: The GoodOutcome judge (used only with ``good_outcome_bonus``).
+        scenarios: The scenarios episodes start from (default: the task's built-in ones).
+        max_rounds: Rounds in all, cold start included (the episode is truncated there).
+        intent_from_round: First round after which the intent detector runs.
+        history_turns: Turns of history the simulator sees.
+        seed: The base seed of episodes reset without one.
+        agent_prompt: Text added to the task's system prompt in ``info["messages"]``.
+        good_outcome_bonus: Added to the last reward when the judge says the goal was reached.
+        reveal_state: Observations carry the user's state as well as the utterance.
+        load_model: How model addresses become models.
+    """
+
+    def __init__(
+        self,
+        task: str,
+        simulator: str | ModelConfig,
+        *,
+        intent_detector: ModelConfig | None = None,
+        judge: ModelConfig | None = None,
+        scenarios: Sequence[Scenario] | None = None,
+        max_rounds: int = 20,
+        intent_from_round: int = 8,
+        history_turns: int = 8,
+        seed: int = 0,
+        agent_prompt: str = "",
+        good_outcome_bonus: float | None = None,
+        reveal_state: bool = False,
+        load_model: Callable[..., Model] = load,
+    ):
+        self.task: TaskSpec = tasks.get(task)
+        self.task.require_weights()
+        sim = SimulatorConfig(model=simulator) if isinstance(simulator, str) else simulator
+        self.simulator_config = sim
+        self.intent_config = intent_detector or _deterministic(sim, 16)
+        self.judge_config = judge or _deterministic(sim, 300)
+        self.scenarios = list(scenarios if scenarios is not None else builtin_scenarios(task))
+        if not self.scenarios:
+            raise ConfigError(f"task {self.task.name} has no scenarios: pass scenarios=")
+        if max_rounds <= COLD_START_ROUNDS:
+            raise ConfigError(f"max_rounds must exceed the {COLD_START_ROUNDS} cold-start rounds")
+        self.max_rounds = max_rounds
+        self.intent_from_round = intent_from_round
+        self.history_turns = history_turns
+        self.seed = seed
+        self.good_outcome_bonus = good_outcome_bonus
+        self.reveal_state = reveal_state
+        self._system = "\n".join(p for p in (agent_task_prompt(self.task).text, agent_prompt) if p)
+        self._models: dict[str, Model] = {}
+        self._load = load_model
+        self._episodes = 0
+        self.turns: list[ArenaTurn] = []
+        self.round = 0
+        self._done = True
+
+    @classmethod
+    def from_config(cls, config: ArenaConfig, task: str | None = None, **kwargs: Any) -> Self:
+        """An environment with an arena config's simulator, detector, judge, limits, seed and
+        scenarios (the config's agents play no part)."""
+        name = task or config.tasks[0]
+        spec = tasks.get(name)
+        scenarios = select_scenarios(
+            spec,
+            config.dialogues_per_task,
+            config.scenarios,
+            data_dir=None if config.data_dir is None else Path(config.data_dir),
+            seed=config.seed,
+        )
+        return cls(
+            name,
+            config.simulator,
+            intent_detector=config.intent_model,
+            judge=config.judge_model,
+            scenarios=scenarios,
+            max_rounds=config.max_rounds,
+            intent_from_round=config.intent_from_round,
+            history_turns=config.history_turns,
+            seed=config.seed,
+            **kwargs,
+        )
+
+    def _model(self, spec: ModelConfig) -> Model:
+        if spec.model not in self._models:
+            self._models[spec.model] = self._load(spec.model, **spec.options)
+        return self._models[spec.model]
+
+    # ------------------------------------------------------------------------------- the API
+
+    async def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode: the scenario's cold start and the user's state after it.
+
+        Args:
+            seed: The episode's seed (as an arena run's seed); default: derived from the base
+                seed and the episode count.
+            options: ``scenario`` (an id or an index; default: drawn with the seed) and
+                ``trial`` (as the arena's trials; default 0).
+        """
+        options = options or {}
+        if seed is None:
+            seed = derive_seed(self.seed, "episode", self._episodes)
+        self._episodes += 1
+        scenario = self._scenario(options.get("scenario"), seed)
+        trial = int(options.get("trial", 0))
+        self.scenario = scenario
+        self.setup = UserSetup(
+            context=scenario.context, profile=scenario.profile or Profile.neutral()
+        )
+        self._simulator = SimulatorParticipant(
+            self._model(self.simulator_config),
+            self.simulator_config,
+            self.task,
+            history_turns=self.history_turns,
+            setup=self.setup,
+        )
+        self._detector = IntentDetector(
+            self._model(self.intent_config), self.intent_config, self.task
+        )
+        prep = derive_seed(seed, self.task.name, scenario.id)
+        opening = cold_start_turns(scenario)
+        reading = await self._simulator.read_state(
+            self.setup, opening, seed=derive_seed(prep, "opening")
+        )
+        self.turns = cold_start_turns(scenario, reading.state, reading.call_id)
+        self._user_seed = derive_seed(seed, self.task.name, scenario.id, "user", trial)
+        self.round = COLD_START_ROUNDS
+        self._done = False
+        self._scores = composite_series([reading.state], self.task)
+        info = self._info(reading.state)
+        return self._observation(self.turns[-1].text, reading.state), info
+
+    async def step(self, reply: str) -> Step:
+        """Play the agent's ``reply`` and the user's answer.
+
+        Raises:
+            InputError: The episode is over (call ``reset``) or the reply is empty.
+        """
+        if self._done:
+            raise InputError("the episode is over: call reset() first")
+        text = reply.strip()
+        if not text:
+            raise InputError("the agent's reply is empty")
+        self.round += 1
+        number = self.round
+        self._append(Role.AGENT, text, None)
+        said = await self._simulator.next_turn(
+            self.turns, seed=derive_seed(self._user_seed, "user", number)
+        )
+        self._append(Role.USER, said.text, said.state)
+        states = user_states(self.turns)
+        self._scores = composite_series(states, self.task)
+        reward = self._scores[-1] - self._scores[-2]
+        termination: Termination | None = None
+        if said.leave:
+            termination = Termination.USER_LEFT
+        elif self.intent_from_round <= number < self.max_rounds:
+            verdict = await self._detector.next_turn(
+                self.turns, seed=derive_seed(self._user_seed, "intent", number)
+            )
+            if verdict.leave:
+                termination = Termination.NATURAL_END
+        truncated = termination is None and number >= self.max_rounds
+        if truncated:
+            termination = Termination.MAX_ROUNDS
+        info = self._info(states[-1])
+        info["termination"] = None if termination is None else termination.value
+        info["reward_state"] = reward
+        if termination is not None:
+            self._done = True
+            if self.good_outcome_bonus is not None:
+                good = await self._good_outcome()
+                info["good_outcome"] = good
+                if good:
+                    reward += self.good_outcome_bonus
+        return Step(
+            self._observation(said.text, states[-1]),
+            reward,
+            termination is not None and not truncated,
+            truncated,
+            info,
+        )
+
+    async def aclose(self) -> None:
+        """Release the models' clients."""
+        for model in self._models.values():
+            await model.aclose()
+
+    # --------------------------------------------------------------------------- internals
+
+    def _scenario(self, choice: Any, seed: int) -> Scenario:
+        if choice is None:
+            return self.scenarios[seed % len(self.scenarios)]
+        if isinstance(choice, int):
+            return self.scenarios[choice % len(self.scenarios)]
+        found = next((s for s in self.scenarios if s.id == choice), None)
+        if found is None:
+            raise InputError(f"no scenario {choice!r} for task {self.task.name}")
+        return found
+
+    def _append(self, role: Role, text: str, state: CognitiveState | None) -> None:
+        self.turns.append(
+            ArenaTurn(
+                index=len(self.turns),
+                round=self.round,
+                role=role,
+                phase=Phase.SIMULATED,
+                text=text,
+                state=state,
+            )
+        )
+
+    async def _good_outcome(self) -> bool | None:
+        verdict = await judge_good_outcome(
+            self._model(self.judge_config),
+            self.judge_config,
+            self.task,
+            self.turns,
+            seed=derive_seed(self._user_seed, "judge"),
+        )
+        return verdict.good
+
+    def _observation(self, text: str, state: CognitiveState) -> Observation:
+        if self.reveal_state:
+            return {"utterance": text, "state": state.model_dump(mode="json", exclude_none=True)}
+        return text
+
+    def _info(self, state: CognitiveState) -> dict[str, Any]:
+        components: dict[str, float | None] = {
+            "emotion": None if state.emotion is None else state.emotion.valence
+        }
+        for dim in BDI:
+            components[str(dim)] = state.dimension_value(dim)
+        return {
+            "task": self.task.name,
+            "scenario": self.scenario.id,
+            "round": self.round,
+            "state": state.model_dump(mode="json", exclude_none=True),
+            "composite": self._scores[-1],
+            "components": components,
+            "messages": self.messages(),
+        }
+
+    def messages(self) -> list[dict[str, str]]:
+        """The chat so far as the agent sees it (OpenAI format): the task's system prompt, the
+        user's turns as ``user``, the agent's as ``assistant``."""
+        chat = [{"role": "system", "content": self._system}]
+        chat += [
+            {"role": "assistant" if t.role is Role.AGENT else "user", "content": t.text}
+            for t in self.turns
+        ]
+        return chat
+
+
+def _deterministic(base: ModelConfig, max_tokens: int) -> ModelConfig:
+    return ModelConfig(
+        model=base.model, options=base.options, temperature=0.0, max_tokens=max_tokens
+    )
+
+
+class ArenaEnv:
+    """The synchronous environment (Gymnasium's ``reset``/``step``/``close``) over an
+    ``AsyncArenaEnv``; takes the same arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.env = AsyncArenaEnv(*args, **kwargs)
+        self._loop = asyncio.new_event_loop()
+
+    @classmethod
+    def from_config(cls, config: ArenaConfig, task: str | None = None, **kwargs: Any) -> ArenaEnv:
+        """See ``AsyncArenaEnv.from_config``."""
+        env = cls.__new__(cls)
+        env.env = AsyncArenaEnv.from_config(config, task, **kwargs)
+        env._loop = asyncio.new_event_loop()
+        return env
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """See ``AsyncArenaEnv.reset``."""
+        return self._loop.run_until_complete(self.env.reset(seed=seed, options=options))
+
+    def step(self, reply: str) -> Step:
+        """See ``AsyncArenaEnv.step``."""
+        return self._loop.run_until_complete(self.env.step(reply))
+
+    def close(self) -> None:
+        """Release the models and the event loop."""
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self.env.aclose())
+            self._loop.close()
+
+
+async def reset_all(
+    envs: Sequence[AsyncArenaEnv],
+    *,
+    seeds: Sequence[int | None] | None = None,
+    options: Sequence[dict[str, Any] | None] | None = None,
+) -> list[tuple[Observation, dict[str, Any]]]:
+    """Reset many environments concurrently (a trainer's batch)."""
+    seeds = seeds or [None] * len(envs)
+    options = options or [None] * len(envs)
+    return list(
+        await asyncio.gather(
+            *(e.reset(seed=s, options=o) for e, s, o in zip(envs, seeds, options, strict=True))
+        )
+    )
+
+
+async def step_all(envs: Sequence[AsyncArenaEnv], replies: Sequence[str]) -> list[Step]:
+    """Step many environments concurrently, one reply each."""
+    return list(await asyncio.gather(*(e.step(r) for e, r in zip(envs, replies, strict=True))))
+
+
+class Episode(NamedTuple):
+    """A finished episode: its return, rewards and how it ended."""
+
+    scenario: str
+    rewards: list[float]
+    termination: str
+    good_outcome: bool | None
+
+    @property
+    def ret(self) -> float:
+        """The (undiscounted) return."""
+        return sum(self.rewards)
+
+
+Policy = Callable[[list[dict[str, str]], int], Awaitable[str]]
+
+
+async def rollout(
+    env: AsyncArenaEnv,
+    policy: Policy,
+    *,
+    seed: int | None = None,
+    options: dict[str, Any] | None = None,
+) -> Episode:
+    """Play one episode with ``policy(messages, seed) -> reply`` (messages: ``info["messages"]``).
+
+    The policy's seed per round is derived from the episode's seed, as the arena derives the
+    agent's.
+    """
+    _, info = await env.reset(seed=seed, options=options)
+    rewards: list[float] = []
+    base = derive_seed(seed if seed is not None else env.seed, "agent", info["scenario"])
+    while True:
+        reply = await policy(info["messages"], derive_seed(base, env.round + 1))
+        step = await env.step(reply)
+        rewards.append(step.reward)
+        info = step.info
+        if step.terminated or step.truncated:
+            return Episode(info["scenario"], rewards, info["termination"], info.get("good_outcome"))
