@@ -152,3 +152,47 @@ def test_batched_steps_and_rollout(script: Script) -> None:
             await env.aclose()
 
     asyncio.run(main())
+
+
+def test_state_reward_scores_completions_as_the_next_turn(script: Script) -> None:
+    from cogwm.arena.config import SimulatorConfig
+    from cogwm.env import StateReward
+
+    def make() -> AsyncArenaEnv:
+        return AsyncArenaEnv("ESC", SimulatorConfig(model=FAKE), max_rounds=6, intent_from_round=9)
+
+    reward = StateReward(make)
+    completions = ["I am sorry.", [{"role": "assistant", "content": "Tell me more."}], " "]
+    got = reward(
+        ["p"] * 3,
+        completions,
+        scenario=["builtin:esc-01"] * 3,
+        seed=[4] * 3,
+        agent_turns=[["hello"]] * 3,
+    )
+    # The same as stepping an environment by hand after the row's earlier turn.
+    env = _env(max_rounds=6, intent_from_round=9)
+    try:
+        expected = []
+        for reply in ("I am sorry.", "Tell me more."):
+            env.reset(seed=4, options={"scenario": "builtin:esc-01"})
+            env.step("hello")
+            expected.append(env.step(reply).reward)
+    finally:
+        env.close()
+    assert got == [*expected, -1.0]
+
+
+def test_policies_example_prints_a_mean_return_per_policy() -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "env_policies.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--model", "fake:echo", "--simulator", "fake:schema",
+         "--episodes", "3", "--max-rounds", "4"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    lines = done.stdout.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["empathetic", "dismissive"]
+    assert all("mean return" in line and "over 3 episodes" in line for line in lines)

@@ -2,7 +2,8 @@
 conversation with the cognitive user simulator, rewarded by the change in the user's state.
 
 See ``cogwm.env.arena`` for the interface; ``AsyncArenaEnv`` is the core, ``ArenaEnv`` its
-synchronous wrapper, ``reset_all``/``step_all`` step many conversations at once.
+synchronous wrapper, ``reset_all``/``step_all`` step many conversations at once, and
+``StateReward`` is a reward function for TRL/GRPO-style loops.
 """
 
 from cogwm.env.arena import (
@@ -14,5 +15,15 @@ from cogwm.env.arena import (
     rollout,
     step_all,
 )
+from cogwm.env.reward import StateReward
 
-__all__ = ["ArenaEnv", "AsyncArenaEnv", "Episode", "Step", "reset_all", "rollout", "step_all"]
+__all__ = [
+    "ArenaEnv",
+    "AsyncArenaEnv",
+    "Episode",
+    "StateReward",
+    "Step",
+    "reset_all",
+    "rollout",
+    "step_all",
+]
