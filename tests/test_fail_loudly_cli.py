@@ -359,3 +359,37 @@ def test_merge_of_part_of_the_shards_warns(
     capsys.readouterr()
     assert cogwm("arena", "merge", str(tmp_path / "all.sqlite"), str(shard)) == 0
     assert "shard(s) 2/3, 3/3 of the run were not given" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------ output off a terminal
+
+
+def test_tables_are_not_cut_off_a_terminal(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    long_name = "an_agent_with_a_name_much_longer_than_any_column_of_a_table" * 2
+    config = tmp_path / "arena.toml"
+    config.write_text(ARENA.format(agent="fake:schema").replace('"warm"', f'"{long_name}"'))
+    config.write_text(config.read_text().replace('"fake:arena-script"', '"fake:schema"'))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["COGWM_CACHE_DIR"] = str(tmp_path / "cache")
+    db = tmp_path / "r.sqlite"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cogwm.cli.main", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+
+    assert run("arena", "run", str(config), "--db", str(db), "--no-progress").returncode == 0
+    done = run("arena", "report", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert f"{long_name}/no_cot" in done.stdout  # the table row, neither cut nor folded
+    assert "…" not in done.stdout
+    # stderr is not wrapped mid-message either
+    bad = run("arena", "report", "--db", str(tmp_path / "missing" / "nowhere-to-be-found.sqlite"))
+    assert len(bad.stderr.strip().splitlines()) == 1

@@ -19,14 +19,10 @@ app = typer.Typer(
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
 
-#: Width of the tables when the output is not a terminal (files, pipes, logs).
-REPORT_WIDTH = 160
-
 
 def report_console(*, err: bool = False) -> Console:
-    """The terminal's console, or a wide one when the output goes to a file or a pipe."""
-    base = err_console if err else console
-    return base if base.is_terminal else Console(width=REPORT_WIDTH, stderr=err)
+    """The console for tables (the shared consoles are full width off a terminal)."""
+    return err_console if err else console
 
 
 @app.command("run")

@@ -12,8 +12,21 @@ from rich.console import Console
 
 from cogwm.errors import InputError
 
-console = Console()
-err_console = Console(stderr=True)
+#: Line width when the output is not a terminal (a pipe, a file, a log): wide enough that no
+#: table cell is cut with an ellipsis; tables take only the width they need.
+LOG_WIDTH = 1000
+
+
+def _console(*, stderr: bool) -> Console:
+    """A console for stdout or stderr; off a terminal it neither cuts tables nor wraps lines."""
+    terminal = Console(stderr=stderr)
+    if terminal.is_terminal or os.environ.get("COLUMNS"):
+        return terminal
+    return Console(stderr=stderr, width=LOG_WIDTH, soft_wrap=True)
+
+
+console = _console(stderr=False)
+err_console = _console(stderr=True)
 
 DATA_DIR_ENV = "COGWM_DATA_DIR"
 
