@@ -393,3 +393,29 @@ def test_tables_are_not_cut_off_a_terminal(tmp_path: Path) -> None:
     # stderr is not wrapped mid-message either
     bad = run("arena", "report", "--db", str(tmp_path / "missing" / "nowhere-to-be-found.sqlite"))
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ meaning, not only type
+
+
+def test_state_score_outside_the_task_range_is_refused_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from cogwm.schema import CognitiveState, Emotion, StateItem
+
+    def state(score: float) -> dict[str, object]:
+        return CognitiveState(
+            emotion=Emotion(label="sadness", intensity=3),
+            beliefs=[StateItem(text="it helps", score=score)],
+        ).model_dump(mode="json")
+
+    rows = [
+        {"id": "fine", "states": [state(0.0), state(2.0)]},
+        {"id": "absurd", "states": [state(1.0), state(1e6)]},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    line = one_error(capsys, "score", "trajectories", str(path), "--task", "ESC")
+    assert "line 2 (absurd): state 1: beliefs score 1e+06 is outside ESC's range 0..2" in line

@@ -206,6 +206,7 @@ def _conversation(
         scores = list(record.scores or [])
         deltas, nz = None, None
     else:
+        _check_score_range(path, number, record, task)
         try:
             scores = composite_series(record.states, task, empty)
         except MissingEmotionError as exc:
@@ -224,6 +225,21 @@ def _conversation(
         scenario=record.scenario,
         good_outcome=record.good_outcome,
     )
+
+
+def _check_score_range(path: Path, number: int, record: TrajectoryRecord, task: TaskSpec) -> None:
+    """A B/D/I score outside the task's range is a data error: it would silently dominate the
+    composite score (one score of 1e6 makes a CTS in the tens of thousands)."""
+    low, high = task.score_range
+    assert record.states is not None
+    for turn, state in enumerate(record.states):
+        for field in ("beliefs", "desires", "intentions"):
+            for item in getattr(state, field):
+                if item.score is not None and not low <= item.score <= high:
+                    raise InputError(
+                        f"{path}, line {number} ({record.id}): state {turn}: {field} score "
+                        f"{item.score:g} is outside {task.name}'s range {low:g}..{high:g}"
+                    )
 
 
 def _judge_outcomes(
