@@ -1,7 +1,9 @@
 """The arena: agents under test talk to a cognitive user simulator; every turn's BDI/E state is
 stored, and agents are ranked by how they move the user's state (DESIGN.md §6).
 
-Layers: ``participants`` (simulator, agent, intent detector, profile annotator), ``orchestrator``
+Layers: ``protocol`` (the ``Participant`` interface every participant implements),
+``participants`` (simulator, agent, intent detector, profile annotator), ``agents`` (agents of
+every kind: model, endpoint, Python), ``orchestrator``
 (the turn loop of one conversation and its termination), ``runner`` (units from a config,
 concurrency, resume, shards), ``config`` (TOML), ``scenarios`` (cold starts), ``prompts``.
 """
@@ -14,6 +16,7 @@ from cogwm.arena.participants import (
     ProfileAnnotator,
     SimulatorParticipant,
 )
+from cogwm.arena.protocol import AgentFailure, Participant
 from cogwm.arena.runner import RunSummary, run_arena
 from cogwm.arena.scenarios import Scenario, ScenarioSource, builtin_scenarios, select_scenarios
 from cogwm.arena.termination import Condition, ConversationStatus, Phase, Termination
@@ -22,6 +25,7 @@ from cogwm.arena.units import Shard, Unit, plan_units
 
 __all__ = [
     "AgentConfig",
+    "AgentFailure",
     "AgentParticipant",
     "ArenaConfig",
     "ArenaTurn",
@@ -33,6 +37,7 @@ __all__ = [
     "Opening",
     "Orchestrator",
     "Outcome",
+    "Participant",
     "Phase",
     "ProfileAnnotator",
     "RunSummary",
