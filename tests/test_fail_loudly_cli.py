@@ -419,3 +419,28 @@ def test_state_score_outside_the_task_range_is_refused_with_file_and_line(
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     line = one_error(capsys, "score", "trajectories", str(path), "--task", "ESC")
     assert "line 2 (absurd): state 1: beliefs score 1e+06 is outside ESC's range 0..2" in line
+
+
+# ------------------------------------------------------------------------------------ names
+
+
+def test_help_shows_no_type_beside_flags_and_no_internal_notes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cogwm("chat", "--help") == 0
+    out = capsys.readouterr().out
+    assert "<bool>" not in out and "Registered as" not in out
+    assert "--no-cache" in out
+
+
+def test_tom_task_option_does_not_clash_with_the_arena_task(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cogwm("tom", "build", "--help") == 0
+    out = capsys.readouterr().out
+    assert "--tom-task" in out and "--task " not in out
+    line = one_error(capsys, "tom", "build", "--out", "x.jsonl", "--tom-task", "ESC")
+    assert "--tom-task must be retrospective or prospective" in line
+    # the former name is still read
+    line = one_error(capsys, "tom", "build", "--out", "x.jsonl", "--task", "ESC")
+    assert "--tom-task must be retrospective or prospective" in line

@@ -52,6 +52,23 @@ def _register() -> None:
     app.command("serve")(serve_cli.serve)
 
 
+def _quiet_flag_types() -> None:
+    """Show no value type beside flags in help: typer 0.29 prints '<bool>' beside every flag
+    (``--help`` included), which reads as if the flag took a value."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # pragma: no cover - another typer layout
+        return
+    original = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        if getattr(self, "is_flag", False) and self.metavar is None:
+            return None
+        return original(self, ctx)  # type: ignore[arg-type]
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     sys.exit(2)
@@ -64,6 +81,7 @@ def main() -> None:
     calls) failed, or a model could not be reached; 2 a user error; 130 interrupted.
     """
     _register()
+    _quiet_flag_types()
     from cogwm.cli.common import EXIT_UNITS_FAILED
     from cogwm.models.types import BackendError, ModelCallError
 

@@ -173,10 +173,7 @@ def chat(
     temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 0.0,
     no_cache: NoCacheOption = False,
 ) -> None:
-    """Chat with MODEL: one line in, one reply out; reads stdin until EOF or /quit.
-
-    Registered as the top-level command ``cogwm chat``.
-    """
+    """Chat with MODEL: one line in, one reply out; reads stdin until EOF or /quit."""
     from cogwm.models import Message, ModelCallError, Sampling
 
     loaded = _load(model, base_url, **({"cache": False} if no_cache else {}))

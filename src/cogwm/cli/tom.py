@@ -201,7 +201,15 @@ def build_command(
     ] = None,
     task: Annotated[
         list[str] | None,
-        typer.Option("--task", help="retrospective and/or prospective (default both)."),
+        typer.Option(
+            "--tom-task",
+            help="DialToM task: retrospective and/or prospective (default both).",
+        ),
+    ] = None,
+    old_task: Annotated[
+        list[str] | None,
+        # The former name, kept for old scripts; hidden because --task means ESC/PD elsewhere.
+        typer.Option("--task", hidden=True),
     ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="At most this many contexts per corpus.")
@@ -219,6 +227,7 @@ def build_command(
     from cogwm.tom.contexts import load_contexts, resolve_corpora
     from cogwm.tom.items import Task, read_items, write_items
 
+    task = [*(task or []), *(old_task or [])]
     tasks = [_task(t) for t in task] if task else list(Task)
     if source not in {"template", "llm"}:
         raise InputError(f"--source must be template or llm, got {source!r}")
@@ -286,7 +295,7 @@ def _task(name: str) -> Task:
     try:
         return Task(name.strip().lower())
     except ValueError:
-        raise InputError(f"--task must be retrospective or prospective, got {name!r}") from None
+        raise InputError(f"--tom-task must be retrospective or prospective, got {name!r}") from None
 
 
 def _first_per_corpus(contexts: list[Context], limit: int) -> list[Context]:
