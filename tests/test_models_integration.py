@@ -141,7 +141,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(gguf_path: str) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the SmolLM2 GGUF on a free port; stopped afterwards."""
+    """llama_cpp.server (through cogwm's launcher) with the SmolLM2 GGUF on a free port."""
     if importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama_cpp.server needs the [server] extra of llama-cpp-python")
     port = _free_port()
@@ -149,7 +149,7 @@ def llama_server(gguf_path: str) -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "cogwm.models.llamacpp_server",
             "--model",
             gguf_path,
             "--host",

@@ -414,6 +414,20 @@ EXTRA_BUFFERS_ENV = "COGWM_LLAMA_EXTRA_BUFFERS"
 _LOAD_LOCK = threading.Lock()
 
 
+def _without_extra_buffers(original: Any) -> Any:
+    def defaults() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    return defaults
+
+
+def extra_buffers_wanted() -> bool:
+    """Whether ``$COGWM_LLAMA_EXTRA_BUFFERS=1`` asks for llama.cpp's extra buffer types."""
+    return os.environ.get(EXTRA_BUFFERS_ENV) == "1"
+
+
 @contextmanager
 def _plain_weight_buffers() -> Iterator[None]:
     """Load weights without llama.cpp's extra buffer types (weight repacking) unless asked.
@@ -423,25 +437,32 @@ def _plain_weight_buffers() -> Iterator[None]:
     ``use_extra_bufts``; it reads the defaults from ``llama_model_default_params``, so that
     function is swapped for the duration of the load (under a lock: loads are rare).
     """
-    if os.environ.get(EXTRA_BUFFERS_ENV) == "1":
+    if extra_buffers_wanted():
         yield
         return
     import llama_cpp.llama_cpp as raw_bindings  # the module ``Llama`` reads its defaults from
 
     bindings: Any = raw_bindings
     original = bindings.llama_model_default_params
-
-    def defaults() -> Any:
-        params = original()
-        params.use_extra_bufts = False
-        return params
-
     with _LOAD_LOCK:
-        bindings.llama_model_default_params = defaults
+        bindings.llama_model_default_params = _without_extra_buffers(original)
         try:
             yield
         finally:
             bindings.llama_model_default_params = original
+
+
+def plain_weight_buffers_for_process() -> None:
+    """Make every later ``Llama`` of this process load without extra buffer types (for a server
+    process that loads its models itself; see :func:`_plain_weight_buffers` for why)."""
+    if extra_buffers_wanted():
+        return
+    import llama_cpp.llama_cpp as raw_bindings
+
+    bindings: Any = raw_bindings
+    bindings.llama_model_default_params = _without_extra_buffers(
+        bindings.llama_model_default_params
+    )
 
 
 def _eval_reusing_prefix(llm: Llama, tokens: list[int]) -> None:
