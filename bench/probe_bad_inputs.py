@@ -123,14 +123,36 @@ def _probes() -> list[Probe]:
         Probe(
             "arena run: unknown agent backend",
             lambda d: ["arena", "run", arena_config(d, agent="foo:bar"), "--db", f"{d}/r.sqlite"],
+        ),
+        Probe(
+            "arena run: unknown fake agent (every conversation fails)",
+            lambda d: [
+                "arena",
+                "run",
+                arena_config(d, agent="fake:nobody"),
+                "--db",
+                f"{d}/r.sqlite",
+            ],
             "failed",
         ),
         Probe(
-            "arena run: unreachable agent server",
+            "arena run: openai: agent without a base URL",
             lambda d: [
                 "arena",
                 "run",
                 arena_config(d, agent="openai:qwen"),
+                "--db",
+                f"{d}/r.sqlite",
+            ],
+        ),
+        Probe(
+            "arena run: openai: agent server unreachable",
+            lambda d: [
+                "arena",
+                "run",
+                arena_config(
+                    d, agent=f'openai:qwen"\noptions = {{ base_url = "{UNREACHABLE}" }} #'
+                ),
                 "--db",
                 f"{d}/r.sqlite",
             ],

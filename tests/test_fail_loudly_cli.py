@@ -444,3 +444,46 @@ def test_tom_task_option_does_not_clash_with_the_arena_task(
     # the former name is still read
     line = one_error(capsys, "tom", "build", "--out", "x.jsonl", "--task", "ESC")
     assert "--tom-task must be retrospective or prospective" in line
+
+
+# -------------------------------------------------------------------------------- preflight
+
+
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [
+        ("foo:bar", "agents.warm: model 'foo:bar': unknown backend 'foo'"),
+        ("openai:qwen", "agents.warm: model 'openai:qwen' has no base_url"),
+    ],
+)
+def test_preflight_refuses_models_that_cannot_be_called_as_written(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    agent: str,
+    expected: str,
+) -> None:
+    monkeypatch.delenv("COGWM_BASE_URL", raising=False)
+    config = tmp_path / "arena.toml"
+    config.write_text(ARENA.format(agent=agent))
+    db = tmp_path / "r.sqlite"
+    line = one_error(capsys, "arena", "run", str(config), "--db", str(db), "--no-progress")
+    assert expected in line
+    assert not db.exists()
+
+
+def test_preflight_accepts_an_openai_model_with_a_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogwm.arena.config import parse_config
+    from cogwm.arena.preflight import preflight
+
+    monkeypatch.delenv("COGWM_BASE_URL", raising=False)
+    raw = {
+        "tasks": ["ESC"],
+        "dialogues_per_task": 1,
+        "simulator": {"model": "openai:qwen", "options": {"base_url": "http://127.0.0.1:9/v1"}},
+        "agents": [{"name": "a", "model": "fake:schema"}],
+    }
+    preflight(parse_config(raw))
+    monkeypatch.setenv("COGWM_BASE_URL", "http://127.0.0.1:9/v1")
+    raw["simulator"] = {"model": "openai:qwen"}
+    preflight(parse_config(raw))

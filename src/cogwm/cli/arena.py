@@ -48,6 +48,7 @@ def run_command(
     """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
     from cogwm.arena.config import load_config
     from cogwm.arena.failures import failure_causes, failure_table
+    from cogwm.arena.preflight import preflight
     from cogwm.arena.runner import run_arena
     from cogwm.arena.units import Shard
     from cogwm.errors import CogwmError
@@ -56,6 +57,7 @@ def run_command(
     config = load_config(config_path)
     if data_dir is not None:
         config = config.model_copy(update={"data_dir": str(data_dir)})
+    preflight(config)
     if config.intent_from_round > config.max_rounds:
         err_console.print(
             f"warning: intent_from_round {config.intent_from_round} > max_rounds "
