@@ -487,3 +487,15 @@ def test_preflight_accepts_an_openai_model_with_a_base_url(monkeypatch: pytest.M
     monkeypatch.setenv("COGWM_BASE_URL", "http://127.0.0.1:9/v1")
     raw["simulator"] = {"model": "openai:qwen"}
     preflight(parse_config(raw))
+
+
+def test_unknown_emotion_label_error_lists_the_allowed_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    state = {"emotion": {"label": "glee", "intensity": 2}}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"id": "c", "states": [state, state]}) + "\n")
+    line = one_error(capsys, "score", "trajectories", str(path), "--task", "ESC")
+    assert "'glee' is not in the lexicon (allowed: " in line and "sadness" in line

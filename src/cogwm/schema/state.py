@@ -47,7 +47,8 @@ class Emotion(Record):
     def _label_in_lexicon(cls, value: str) -> str:
         label = value.strip().lower()
         if label not in valence_table():
-            raise ValueError(f"emotion {value!r} is not in the lexicon")
+            known = ", ".join(sorted(valence_table()))
+            raise ValueError(f"emotion {value!r} is not in the lexicon (allowed: {known})")
         return label
 
     @property
