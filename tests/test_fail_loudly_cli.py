@@ -499,3 +499,20 @@ def test_unknown_emotion_label_error_lists_the_allowed_labels(
     path.write_text(json.dumps({"id": "c", "states": [state, state]}) + "\n")
     line = one_error(capsys, "score", "trajectories", str(path), "--task", "ESC")
     assert "'glee' is not in the lexicon (allowed: " in line and "sadness" in line
+
+
+def test_reply_cache_refuses_a_foreign_file_and_is_recognised_by_stores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cogwm.errors import InputError
+    from cogwm.models.cache import ReplyCache
+
+    other = foreign_db(tmp_path / "other.sqlite")
+    before = digest(other)
+    with pytest.raises(InputError, match="another tool's SQLite database"):
+        ReplyCache(other)
+    assert digest(other) == before
+    cache = ReplyCache(tmp_path / "cache.sqlite")
+    cache.close()
+    line = one_error(capsys, "arena", "report", "--db", str(tmp_path / "cache.sqlite"))
+    assert "is a cogwm reply cache, not a cogwm run store" in line

@@ -76,10 +76,16 @@ class ReplyCache:
     """A SQLite table of replies by content address (WAL, so several processes can share it)."""
 
     def __init__(self, path: Path) -> None:
+        # Imported here: cogwm.store imports the models package.
+        from cogwm.store.ownership import StoreKind, check_store, stamp
+
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Another tool's file (or another kind of cogwm store) is refused untouched.
+        check_store(path, StoreKind.CACHE, create=True)
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        stamp(self._db, StoreKind.CACHE)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=10000")

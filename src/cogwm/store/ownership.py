@@ -39,6 +39,7 @@ APPLICATION_IDS: dict[StoreKind, int] = {
 _LEGACY_TABLES: dict[StoreKind, frozenset[str]] = {
     StoreKind.ARENA: frozenset({"runs", "conversations", "turns", "model_calls"}),
     StoreKind.TOM: frozenset({"tom_meta", "tom_items", "tom_runs"}),
+    StoreKind.CACHE: frozenset({"replies", "invalid"}),
 }
 
 _LABELS = {
