@@ -309,6 +309,53 @@ def _probes() -> list[Probe]:
             lambda d: ["score", "fidelity", "--resamples", "100000000000", f"{d}/none.jsonl"],
         ),
         Probe(
+            "annotate export --db on another tool's SQLite file",
+            lambda d: ["annotate", "export", "--db", foreign(d), "--out", f"{d}/a.jsonl"],
+            untouched=lambda d: [d / "other.sqlite"],
+        ),
+        Probe(
+            "annotate quality --db on an empty .jsonl",
+            lambda d: ["annotate", "quality", "--db", empty(d), "--data-dir", _data()],
+            untouched=lambda d: [d / "notes.jsonl"],
+        ),
+        Probe(
+            "annotate run: unknown backend",
+            lambda d: [
+                "annotate",
+                "run",
+                "esconv",
+                "--model",
+                "foo:bar",
+                "--db",
+                f"{d}/a.sqlite",
+                "--data-dir",
+                _data(),
+                "--limit",
+                "1",
+            ],
+        ),
+        Probe(
+            "train --samples missing",
+            lambda d: ["train", "--samples", f"{d}/none", "--base", "smollm2", "--out", f"{d}/ad"],
+        ),
+        Probe(
+            "validate --compare non-UTF-8 cards",
+            lambda d: ["validate", "--compare", not_utf8(d), not_utf8(d)],
+        ),
+        Probe(
+            "samples build --out is a file",
+            lambda d: [
+                "samples",
+                "build",
+                "--out",
+                a_file(d),
+                "--human",
+                "annomi",
+                "--data-dir",
+                _data(),
+            ],
+        ),
+        Probe(
             "data list --data-dir /nonexistent",
             lambda d: ["data", "list", "--data-dir", f"{d}/nonexistent"],
         ),
