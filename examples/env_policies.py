@@ -58,8 +58,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5)
     parser.add_argument("--max-rounds", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=80)
+    parser.add_argument("--policy", choices=POLICIES, action="append", help="Default: both.")
     args = parser.parse_args()
-    for persona in POLICIES:
+    for persona in args.policy or POLICIES:
         values = asyncio.run(returns(args, persona))
         est = mean_estimate(values)
         ci = "" if est.ci_low is None else f" [{est.ci_low:+.3f}, {est.ci_high:+.3f}]"
