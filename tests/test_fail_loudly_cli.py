@@ -516,3 +516,13 @@ def test_reply_cache_refuses_a_foreign_file_and_is_recognised_by_stores(
     cache.close()
     line = one_error(capsys, "arena", "report", "--db", str(tmp_path / "cache.sqlite"))
     assert "is a cogwm reply cache, not a cogwm run store" in line
+
+
+def test_quickstart_with_failed_conversations_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, out = tmp_path / "qs.sqlite", tmp_path / "plots"
+    args = ["quickstart", "--db", str(db), "--out", str(out), "--no-progress", "--dialogues", "1"]
+    assert cogwm(*args, "--model", "fake:no-such-fake") == EXIT_UNITS_FAILED
+    err = capsys.readouterr().err
+    assert "Failed conversations by cause" in err and "Traceback" not in err

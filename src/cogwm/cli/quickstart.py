@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cogwm.cli.arena import report_console
-from cogwm.cli.common import err_console
+from cogwm.cli.common import EXIT_UNITS_FAILED, err_console
 
 
 def quickstart(
@@ -36,6 +36,7 @@ def quickstart(
     """Three agents that differ on purpose (empathetic, solution-first, dismissive control) on ESC
     and PD with the embedded SmolLM2 model; prints the leaderboard and writes the plots."""
     from cogwm.arena.config import config_hash
+    from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.arena.quickstart import Preset, quickstart_config
     from cogwm.arena.runner import run_arena
     from cogwm.errors import ConfigError, InputError
@@ -58,6 +59,7 @@ def quickstart(
             err_console.print(f"interrupted: run `cogwm quickstart --db {db}` again to continue")
             raise typer.Exit(130)
         data = load_run(store)
+        causes = failure_causes(store.conversations()) if summary.failed else []
     report = build_report(data)
     render(report, report_console())
     written = write_plots(data, report, out)
@@ -69,3 +71,11 @@ def quickstart(
         f"{summary.elapsed_s:.0f}s · wrote {len(written)} plots to {out} · run store {db}"
     )
     err_console.print(f"report: {html.resolve()} (open it in a browser; it works offline)")
+    if summary.failed:
+        err_console.print(failure_table(causes))
+        err_console.print(
+            f"{summary.failed} conversations failed; run `cogwm quickstart --db {db}` again to "
+            "retry them",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_UNITS_FAILED)
