@@ -526,3 +526,13 @@ def test_quickstart_with_failed_conversations_exits_1(
     assert cogwm(*args, "--model", "fake:no-such-fake") == EXIT_UNITS_FAILED
     err = capsys.readouterr().err
     assert "Failed conversations by cause" in err and "Traceback" not in err
+
+
+def test_tom_compare_with_failed_answers_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COGWM_BASE_URL", "http://127.0.0.1:9/v1")
+    args = ["tom", "compare", str(_items(tmp_path)), "--db", str(tmp_path / "t.sqlite")]
+    assert cogwm(*args, "--model", "openai:nobody") == EXIT_UNITS_FAILED
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "answers failed" in err

@@ -931,6 +931,7 @@ def compare_command(
         items = random.Random(seed).sample(items, sample)
     specs = compare_models(model)
     wanted = {i.id for i in items}
+    failed = 0
     with open_store(db) as store:
         for spec in specs:
             options = _EvalOptions(seed, PLAIN, None, None, True, False, "window", concurrency,
@@ -941,6 +942,7 @@ def compare_command(
                 f"{summary.failed}",
                 markup=False,
             )
+            failed += summary.failed
         answers = [a for a in store.scored_answers() if a.item_id in wanted and a.model in specs]
         classes = {i.id: answer_classes(i) for i in items}
     rows = cross_model(compute_stats(answers, classes=classes).table3_rates)
@@ -948,6 +950,12 @@ def compare_command(
         print_json({"models": specs, "cross_model": [r.model_dump() for r in rows]})
     else:
         console.print(cross_model_table(rows, TITLES["cross_model"]))
+    if failed:
+        err_console.print(
+            f"{failed} answers failed (model calls); run the command again to retry them",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_UNITS_FAILED)
 
 
 # -- open-ended scoring ----------------------------------------------------------
