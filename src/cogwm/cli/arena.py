@@ -140,7 +140,7 @@ def report_command(
         raise InputError(f"--plots {plots} is a file; give a directory for the PNGs")
     if empty not in ("zero", "carry"):
         raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
-    with RunStore(db, create=False) as store:
+    with RunStore(db, read_only=True) as store:
         data = load_run(store, empty=empty)
         causes = failure_causes(store.conversations())
     if detect is not None and detect <= 0:
@@ -201,7 +201,7 @@ def export_command(
         raise InputError(f"--format must be 'md' or 'tex', got {fmt!r}")
     if empty not in ("zero", "carry"):
         raise InputError(f"--empty must be 'zero' or 'carry', got {empty!r}")
-    with RunStore(db, create=False) as store:
+    with RunStore(db, read_only=True) as store:
         text = export_conversation(store, conversation, fmt, empty=empty)
     if out is None:
         typer.echo(text, nl=False)

@@ -148,16 +148,20 @@ _TURN_COLUMNS = ", ".join(TurnRow._fields)
 class RunStore:
     """The SQLite run store of one arena run."""
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
+    def __init__(self, path: Path, *, create: bool = True, read_only: bool = False) -> None:
         """Open (and, with ``create``, initialise) the store at ``path``.
 
+        ``read_only`` opens an existing store without ever writing to it (``mode=ro``; a store
+        of an older format is migrated in a copy in memory): for commands that only read.
+
         Raises:
-            InputError: The file does not exist (``create=False``) or is not a cogwm run store.
+            InputError: The file does not exist (``create=False`` or ``read_only``) or is not a
+                cogwm run store.
         """
         # Checked before connecting: another tool's file is refused untouched.
-        check_store(path, StoreKind.ARENA, create=create)
+        check_store(path, StoreKind.ARENA, create=create and not read_only)
         self.path = path
-        self.read_only = not create
+        self.read_only = read_only
         self._pending_calls: list[tuple[Any, ...]] = []
         self._lease: str | None = None
         try:

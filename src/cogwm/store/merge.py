@@ -52,7 +52,7 @@ def merge_stores(out: Path, shards: list[Path]) -> MergeSummary:
         raise InputError("no shard stores given")
     sources: list[RunStore] = []
     try:
-        sources.extend(RunStore(path, create=False) for path in shards)
+        sources.extend(RunStore(path, read_only=True) for path in shards)
         runs = [s.run() for s in sources]
         for path, run in zip(shards, runs, strict=True):
             if run is None:

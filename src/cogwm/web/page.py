@@ -147,7 +147,7 @@ def report_html(
 
 def write_report(db: Path, out: Path, **options: Any) -> int:
     """Write the report of the run store ``db`` to ``out``; returns the bytes written."""
-    with RunStore(db, create=False) as store:
+    with RunStore(db, read_only=True) as store:
         html = report_html(store, **options)
     out.parent.mkdir(parents=True, exist_ok=True)
     data = html.encode("utf-8")

@@ -72,7 +72,7 @@ class State:
         )
         cached = self.reports.get(path)
         if cached is None or cached[0] != stamp:
-            with RunStore(path, create=False) as store:
+            with RunStore(path, read_only=True) as store:
                 cached = (stamp, report_html(store, n_resamples=500))
             self.reports[path] = cached
         return cached[1]
@@ -142,7 +142,7 @@ def _page(state: State, template: str, **context: Any) -> HTMLResponse:
 
 
 def _run_summary(path: Path, index: int) -> dict[str, Any]:
-    with RunStore(path, create=False) as store:
+    with RunStore(path, read_only=True) as store:
         run = store.run()
         rows = store.conversations()
     counts: dict[str, int] = {}
@@ -160,7 +160,7 @@ def progress(path: Path) -> dict[str, Any]:
     """A run's progress for the live page: counts, failures, recent turns, leaderboard so far."""
     from cogwm.report import build_report, load_run
 
-    with RunStore(path, create=False) as store:
+    with RunStore(path, read_only=True) as store:
         run = store.run()
         rows = store.conversations()
         counts: dict[str, int] = {}
