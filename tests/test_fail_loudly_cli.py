@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -237,7 +237,7 @@ def _config(d: Path, **fields: object) -> Path:
     return path
 
 
-BAD_INPUTS = {
+BAD_INPUTS: dict[str, Callable[[Path], list[object]]] = {
     "arena CONFIG is a directory": lambda d: ["arena", "run", _folder(d), "--db", d / "r.sqlite"],
     "arena CONFIG is binary": lambda d: ["arena", "run", _binary(d), "--db", d / "r.sqlite"],
     "misspelt builtin: prompt": lambda d: [
