@@ -3,8 +3,9 @@
 Example (see ``examples/arena_esc.toml``)::
 
     seed = 7
-    tasks = ["ESC"]
+    tasks = ["ESC"]            # or a task file: ["examples/custom_task/task.toml"]
     dialogues_per_task = 20
+    # scenarios = "my_dialogues.jsonl"   # cold starts from your own dialogues
 
     [simulator]
     model = "llamacpp:smollm2"
@@ -335,7 +336,11 @@ class ArenaConfig(_Section):
         "user draws and paired differences lose that noise.",
     )
     concurrency: int = Field(default=16, ge=1, description="Conversations in flight.")
-    scenarios: ScenarioSource = ScenarioSource.BUILTIN
+    scenarios: ScenarioSource | str = Field(
+        default=ScenarioSource.BUILTIN,
+        union_mode="left_to_right",
+        description="'builtin', 'corpus', or a JSONL file of your own dialogues (cold starts).",
+    )
     data_dir: str | None = None
     annotate_profiles: bool = Field(
         default=False,
@@ -365,6 +370,13 @@ class ArenaConfig(_Section):
         if len(set(names)) != len(names):
             raise ValueError("tasks repeat")
         return names
+
+    @field_validator("scenarios")
+    @classmethod
+    def _scenario_file(cls, value: ScenarioSource | str) -> ScenarioSource | str:
+        if not isinstance(value, ScenarioSource) and not value.endswith(".jsonl"):
+            raise ValueError(f"expected 'builtin', 'corpus' or a .jsonl file, got {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> ArenaConfig:

@@ -1,8 +1,9 @@
 """Scenarios: the opening rounds (cold start), the user's situation and profile.
 
-Two sources: the built-in scenarios shipped in ``cogwm/data/scenarios/`` (original text, so the
-arena runs with no corpus), and real dialogues of the task's corpus (ESConv for ESC, P4G for PD,
-INSPIRED for CR), whose first two rounds become the cold start (DESIGN.md §6).
+Three sources: the built-in scenarios shipped in ``cogwm/data/scenarios/`` (original text, so the
+arena runs with no corpus), real dialogues of the task's corpus (ESConv for ESC, P4G for PD,
+INSPIRED for CR), whose first two rounds become the cold start (DESIGN.md §6), and a JSONL file
+of your own dialogues (one ``cogwm.schema.Dialogue`` per line), used the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from cogwm.errors import ConfigError, InputError
 from cogwm.schema import BigFive, Dialogue, Profile, Record, Role, TaskSpec
@@ -190,15 +191,43 @@ def corpus_scenarios(task: TaskSpec, data_dir: Path) -> list[Scenario]:
     return [s for s in found if s is not None]
 
 
+def read_dialogues(path: Path) -> list[Dialogue]:
+    """The dialogues of a JSONL file, one ``Dialogue`` object per line.
+
+    Raises:
+        InputError: A missing file or a bad line (named by file and line number).
+    """
+    from cogwm.jsonl import read_lines
+
+    def parse(line: str, where: str) -> Dialogue:
+        try:
+            return Dialogue.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first.get("loc", ())) or "(line)"
+            raise InputError(f"{where}: invalid dialogue at {field}: {first['msg']}") from None
+
+    return list(read_lines(path, parse))
+
+
+def file_scenarios(task: TaskSpec, path: Path) -> list[Scenario]:
+    """Scenarios from a dialogue file: those for ``task`` (or with no task) long enough."""
+    dialogues = read_dialogues(path)
+    mine = (d for d in dialogues if d.task is None or d.task.upper() == task.name)
+    found = (scenario_from_dialogue(d, task) for d in mine)
+    return [s for s in found if s is not None]
+
+
 def select_scenarios(
     task: TaskSpec,
     count: int,
-    source: ScenarioSource,
+    source: ScenarioSource | str,
     *,
     data_dir: Path | None,
     seed: int,
 ) -> list[Scenario]:
-    """``count`` scenarios for ``task``: the first built-in ones, or a seeded sample of a corpus.
+    """``count`` scenarios for ``task``: the first built-in ones, or a seeded sample of a corpus
+    or of a dialogue file (``source`` is then its path).
 
     Raises:
         ConfigError: Fewer scenarios exist than asked for, or a corpus run lacks a data dir.
@@ -211,15 +240,30 @@ def select_scenarios(
                 'scenarios exist; use scenarios = "corpus" with a data_dir for more'
             )
         return pool[:count]
+    if not isinstance(source, ScenarioSource):
+        return _sample(task, count, _file_pool(task, Path(source)), str(source), seed)
     if data_dir is None:
         raise ConfigError('data_dir: scenarios = "corpus" needs a data directory')
     try:
         pool = corpus_scenarios(task, data_dir)
     except (OSError, InputError) as exc:
         raise ConfigError(f"data_dir: cannot read the {task.corpus} corpus: {exc}") from exc
+    return _sample(task, count, pool, task.corpus, seed)
+
+
+def _file_pool(task: TaskSpec, path: Path) -> list[Scenario]:
+    try:
+        return file_scenarios(task, path)
+    except (OSError, InputError) as exc:
+        raise ConfigError(f"scenarios: {exc}") from exc
+
+
+def _sample(
+    task: TaskSpec, count: int, pool: list[Scenario], where: str, seed: int
+) -> list[Scenario]:
     if len(pool) < count:
         raise ConfigError(
-            f"dialogues_per_task: {count} asked for {task.name} but {task.corpus} has "
+            f"dialogues_per_task: {count} asked for {task.name} but {where} has "
             f"{len(pool)} usable dialogues"
         )
     # Sorting by id first makes the sample independent of the loader's order.

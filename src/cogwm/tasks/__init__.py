@@ -1,16 +1,25 @@
-"""Task registry: ``cogwm.tasks.get("ESC")``."""
+"""Task registry: ``cogwm.tasks.get("ESC")``, or ``get("path/to/task.toml")`` for your own task."""
 
 from __future__ import annotations
 
-from cogwm.errors import InputError
+from pathlib import Path
+
+from cogwm.errors import ConfigError, InputError
 from cogwm.schema import TaskSpec
+from cogwm.tasks.custom import is_task_path, load_task_file
 from cogwm.tasks.specs import BUILTIN
 
 _REGISTRY: dict[str, TaskSpec] = {spec.name: spec for spec in BUILTIN}
 
 
 def get(name: str) -> TaskSpec:
-    """The task spec called ``name`` (case-insensitive); an ``InputError`` naming the choices."""
+    """The task spec called ``name`` (case-insensitive); an ``InputError`` naming the choices.
+
+    A name ending in ``.toml`` is a task file (see ``cogwm.tasks.custom``): it is read, registered
+    under the name it gives (so later lookups by that name find it) and returned.
+    """
+    if is_task_path(name):
+        return _load_file(Path(name.strip()))
     spec = _REGISTRY.get(name.strip().upper())
     if spec is None:
         raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}")
@@ -22,6 +31,16 @@ def register(spec: TaskSpec, *, replace: bool = False) -> None:
     if spec.name in _REGISTRY and not replace:
         raise ValueError(f"task {spec.name} is already registered")
     _REGISTRY[spec.name] = spec
+
+
+def _load_file(path: Path) -> TaskSpec:
+    spec = load_task_file(path)
+    known = _REGISTRY.get(spec.name)
+    if known is not None and known != spec:
+        # One name must mean one task in a run (the store keeps names, not files).
+        raise ConfigError(f"task {path}: task.name: {spec.name} is already a different task")
+    _REGISTRY[spec.name] = spec
+    return spec
 
 
 def names() -> list[str]:
