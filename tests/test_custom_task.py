@@ -115,11 +115,16 @@ def _fake_config(tmp_path: Path, text: str | None = None) -> Path:
     return config
 
 
-def test_example_runs_in_the_arena(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_example_runs_in_the_arena(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "tutor.sqlite"
     assert cogwm("arena", "run", str(_fake_config(tmp_path)), "--db", str(db), "--no-progress") == 0
     capsys.readouterr()
+    # A later process knows no TUTOR until it reads the run, which carries the task.
+    monkeypatch.delitem(tasks._REGISTRY, "TUTOR")
     assert cogwm("arena", "report", "--db", str(db), "--json") == 0
+    assert tasks.get("TUTOR").dimensions["belief"].name == "understanding"  # type: ignore[index]
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["finished"] == 8 and report["counts"]["errors"] == 0
     assert {a["arm"] for a in report["agents"]} == {"socratic/no_cot", "answer-giver/no_cot"}

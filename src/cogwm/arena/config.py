@@ -487,6 +487,18 @@ def hashed_view(config: ArenaConfig) -> dict[str, Any]:
     data["profile_annotator"] = config.annotator_model.hashed()
     data["agents"] = [a.hashed() for a in config.agents]
     data["prompts"] = [p.model_dump(mode="json") for p in config.prompts()]
+    recorded = tasks.file_tasks(config.tasks)
+    if recorded:  # only then: the hash of a run on built-in tasks stays what it was
+        data["task_files"] = recorded
+    return data
+
+
+def stored_config(config: ArenaConfig) -> dict[str, Any]:
+    """The config as a run stores it: with the tasks read from files, so reports need no files."""
+    data = config.model_dump(mode="json")
+    recorded = tasks.file_tasks(config.tasks)
+    if recorded:
+        data["task_files"] = recorded
     return data
 
 

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from cogwm import tasks
 from cogwm.arena.agents import build_agent
-from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash
+from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
 from cogwm.arena.digests import Digests
 from cogwm.arena.judging import judge_good_outcome
 from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
@@ -390,7 +390,7 @@ def open_run(
     if stored is None:
         run_id = store.create_run(
             name=config.name,
-            config=config.model_dump(mode="json"),
+            config=stored_config(config),
             config_hash=digest,
             prompts=prompts,
             git_revision=git_revision(),
@@ -416,7 +416,7 @@ def open_run(
             )
         store.update_run(
             stored.id,
-            config=config.model_dump(mode="json"),
+            config=stored_config(config),
             config_hash=digest,
             prompts=prompts,
             git_revision=git_revision(),

@@ -8,6 +8,7 @@ counted; conversations that ended in an agent failure are kept (scored) and coun
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import NamedTuple
 
@@ -83,6 +84,8 @@ def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) ->
     run = store.run()
     if run is None:
         raise InputError(f"{store.path} holds no run")
+    # A run on a task read from a file carries the task: its report needs no file.
+    tasks.register_recorded(json.loads(run.config_json).get("task_files", {}))
     policy = EmptyPolicy(empty)
     rows = store.conversations(run.id)
     turns = store.all_turns(run.id)

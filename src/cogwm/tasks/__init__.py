@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from cogwm.errors import ConfigError, InputError
 from cogwm.schema import TaskSpec
+from cogwm.tasks import custom
 from cogwm.tasks.custom import is_task_path, load_task_file
 from cogwm.tasks.specs import BUILTIN
 
@@ -43,6 +45,22 @@ def _load_file(path: Path) -> TaskSpec:
     return spec
 
 
+def file_tasks(names: list[str]) -> dict[str, dict[str, Any]]:
+    """Of ``names``, the tasks read from files, as a run records them (empty for built-ins)."""
+    builtin = {spec.name for spec in BUILTIN}
+    return {n: custom.recorded(get(n)) for n in names if n.strip().upper() not in builtin}
+
+
+def register_recorded(recorded: dict[str, dict[str, Any]]) -> None:
+    """Register the file tasks a run recorded (``file_tasks``), so its reports need no files."""
+    for data in recorded.values():
+        spec = custom.restore(data)
+        known = _REGISTRY.get(spec.name)
+        if known is not None and known != spec:
+            raise ConfigError(f"the run's task {spec.name} differs from the one registered")
+        _REGISTRY[spec.name] = spec
+
+
 def names() -> list[str]:
     """Names of all registered tasks."""
     return sorted(_REGISTRY)
@@ -53,4 +71,4 @@ def for_corpus(corpus: str) -> TaskSpec | None:
     return next((s for s in _REGISTRY.values() if s.corpus == corpus), None)
 
 
-__all__ = ["for_corpus", "get", "names", "register"]
+__all__ = ["file_tasks", "for_corpus", "get", "names", "register", "register_recorded"]

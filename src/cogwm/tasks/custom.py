@@ -39,6 +39,8 @@ from cogwm.schema.lexicon import register_emotion
 
 #: Keys of ``[task]`` besides the TaskSpec's own fields.
 _EXTRA_KEYS = ("emotions",)
+#: The extra emotions each task read from a file brought (recorded with runs, see ``recorded``).
+_EMOTIONS: dict[str, dict[str, float]] = {}
 
 
 def is_task_path(name: str) -> bool:
@@ -95,11 +97,25 @@ def parse_task(raw: dict[str, Any], *, source: str = "task") -> TaskSpec:
         where = ".".join(str(p) for p in ("task", *first.get("loc", ())))
         message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
         raise ConfigError(f"{source}: {where}: {message}") from None
-    _register_emotions(table.get("emotions", {}), source)
+    _EMOTIONS[spec.name] = _register_emotions(table.get("emotions", {}), source)
     return spec
 
 
-def _register_emotions(emotions: Any, source: str) -> None:
+def recorded(spec: TaskSpec) -> dict[str, Any]:
+    """What a run stores of a task read from a file, so a later process can use the run alone."""
+    return {"spec": spec.model_dump(mode="json"), "emotions": _EMOTIONS.get(spec.name, {})}
+
+
+def restore(data: dict[str, Any]) -> TaskSpec:
+    """The task of ``recorded``'s output, its emotions registered in the lexicon."""
+    for label, valence in data.get("emotions", {}).items():
+        register_emotion(label, float(valence))
+    spec = TaskSpec.model_validate(data["spec"], strict=False)
+    _EMOTIONS[spec.name] = dict(data.get("emotions", {}))
+    return spec
+
+
+def _register_emotions(emotions: Any, source: str) -> dict[str, float]:
     if not isinstance(emotions, dict):
         raise ConfigError(f"{source}: task.emotions: expected a table of label = valence")
     for label, valence in emotions.items():
@@ -112,3 +128,4 @@ def _register_emotions(emotions: Any, source: str) -> None:
             register_emotion(str(label), float(valence))
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+    return {str(label).strip().lower(): float(v) for label, v in emotions.items()}
