@@ -152,3 +152,13 @@ def test_config_rejects_a_scenario_source_that_is_not_a_file_kind() -> None:
     with pytest.raises(ConfigError, match=r"scenarios: expected 'builtin', 'corpus' or a \.jsonl"):
         parse_config(raw)
     assert load_config(EXAMPLE / "arena.toml").tasks == ["TUTOR"]
+
+
+def test_score_takes_a_task_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "task.toml"
+    bad.write_text("[task]\nname = 'X'\n", encoding="utf-8")
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert cogwm("score", "trajectories", str(empty), "--task", str(bad)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "task.weights" in err

@@ -78,7 +78,9 @@ def fidelity(
     judge: JudgeOption = None,
     task: Annotated[
         str | None,
-        typer.Option("--task", help="Task whose dimension meanings the judge prompts use."),
+        typer.Option(
+            "--task", help="Task whose dimension meanings the judge prompts use (or a .toml)."
+        ),
     ] = None,
     embedding_cache: Annotated[
         Path | None,
@@ -173,7 +175,8 @@ def _print_judge(address: str, summary: dict[str, Any]) -> None:
 def trajectories(
     file: Annotated[Path, typer.Argument(help="Conversations (JSON Lines).")],
     task: Annotated[
-        str, typer.Option("--task", help="Task whose weights apply (ESC, PD, CR, MI).")
+        str,
+        typer.Option("--task", help="Task whose weights apply (ESC, PD, CR, MI or a task .toml)."),
     ],
     as_json: JsonOption = False,
     empty: Annotated[
