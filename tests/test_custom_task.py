@@ -162,3 +162,17 @@ def test_score_takes_a_task_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert cogwm("score", "trajectories", str(empty), "--task", str(bad)) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "task.weights" in err
+
+
+def test_environment_plays_the_custom_task() -> None:
+    from cogwm.arena.scenarios import file_scenarios
+    from cogwm.env import ArenaEnv
+
+    spec = tasks.get("examples/custom_task/task.toml")
+    scenarios = file_scenarios(spec, Path("examples/custom_task/dialogues.jsonl"))
+    env = ArenaEnv(str(EXAMPLE / "task.toml"), f"fake:{FAKE_NAME}", scenarios=scenarios)
+    _, info = env.reset(seed=0)
+    assert info["scenario"].startswith("tutor:")
+    step = env.step("What would undo adding 5?")
+    assert isinstance(step.reward, float) and set(step.info["components"]) >= {"emotion"}
+    env.close()

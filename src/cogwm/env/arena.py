@@ -98,7 +98,9 @@ class AsyncArenaEnv:
         self.simulator_config = sim
         self.intent_config = intent_detector or _deterministic(sim, 16)
         self.judge_config = judge or _deterministic(sim, 300)
-        self.scenarios = list(scenarios if scenarios is not None else builtin_scenarios(task))
+        self.scenarios = list(
+            scenarios if scenarios is not None else builtin_scenarios(self.task.name)
+        )
         if not self.scenarios:
             raise ConfigError(f"task {self.task.name} has no scenarios: pass scenarios=")
         if max_rounds <= COLD_START_ROUNDS:
