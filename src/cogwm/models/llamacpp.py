@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cogwm.errors import ConfigError
 from cogwm.models.backend import Backend, local_sampling
-from cogwm.models.structured import bounded_ints_as_enums
+from cogwm.models.structured import bounded_ints_as_enums, grammar_unsafe_literals
 from cogwm.models.types import (
     BackendError,
     BackendReply,
@@ -356,6 +356,12 @@ class LlamaCppBackend(Backend):
         }
         if request.json_schema is not None and request.mode is StructuredMode.GRAMMAR:
             schema = bounded_ints_as_enums(request.json_schema)
+            unsafe = grammar_unsafe_literals(schema)
+            if unsafe:
+                raise ConfigError(
+                    f"llamacpp:{self.name}: a JSON-schema choice contains a quote mark or "
+                    f"backslash, which llama.cpp's grammar cannot express: {unsafe[0]!r}"
+                )
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         if request.logprobs is not None:
             kwargs["logprobs"] = True

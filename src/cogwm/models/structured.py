@@ -52,6 +52,26 @@ def bounded_ints_as_enums(schema: Any) -> Any:
     return out
 
 
+def grammar_unsafe_literals(schema: Any) -> list[str]:
+    """``enum``/``const`` strings in ``schema`` that contain a quote mark or a backslash.
+
+    llama-cpp-python 0.3.36 escapes those wrongly when it turns a JSON schema into a grammar; the
+    grammar then fails to parse inside the C library and the whole process aborts instead of
+    raising, so such schemas must be refused before they reach it.
+    """
+    found: list[str] = []
+    if isinstance(schema, list):
+        for item in schema:
+            found += grammar_unsafe_literals(item)
+    elif isinstance(schema, dict):
+        literals = list(schema.get("enum") or []) + ([schema["const"]] if "const" in schema else [])
+        found += [v for v in literals if isinstance(v, str) and ('"' in v or "\\" in v)]
+        for key, value in schema.items():
+            if key not in ("enum", "const"):
+                found += grammar_unsafe_literals(value)
+    return found
+
+
 def _int_bound(
     schema: dict[str, Any], inclusive: str, exclusive: str, *, lower: bool
 ) -> int | None:

@@ -1,4 +1,4 @@
-"""Model aliases resolve GGUF files shipped in PyPI packages, chunked ones included."""
+"""The llamacpp backend's local concerns: model aliases (chunked packages too) and schema guards."""
 
 from __future__ import annotations
 
@@ -54,3 +54,20 @@ def test_a_package_without_the_file_or_assemble_is_not_installed(
     monkeypatch.syspath_prepend(str(tmp_path))
     assert alias_path(Alias("empty_model_pkg", "*.gguf", "test")) is None
     sys.modules.pop("empty_model_pkg", None)
+
+
+def test_schema_choices_llama_cpp_cannot_express_are_found() -> None:
+    # Catches: a quote inside an enum reaching llama.cpp, whose grammar parser then aborts the
+    # whole process instead of raising.
+    from cogwm.models.structured import grammar_unsafe_literals
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "quote": {"enum": ["fine", 'he said "no"']},
+            "items": {"type": "array", "items": {"const": "back\\slash"}},
+            "plain": {"enum": ["a", "b", 3]},
+        },
+    }
+    assert grammar_unsafe_literals(schema) == ['he said "no"', "back\\slash"]
+    assert grammar_unsafe_literals({"enum": ["anger", "fear"]}) == []
