@@ -66,5 +66,5 @@ def test_round_trip_counts_and_refusals(tmp_path: Path) -> None:
         AnnotationStore(tmp_path / "none.sqlite", create=False)
     other = tmp_path / "other.sqlite"
     other.write_text("not sqlite at all, just text that is long enough to be a header....")
-    with pytest.raises(InputError, match="not an annotation store"):
+    with pytest.raises(InputError, match="not a cogwm annotation store"):
         AnnotationStore(other)

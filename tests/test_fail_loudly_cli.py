@@ -136,6 +136,8 @@ def test_arena_run_refused_by_validation_leaves_no_file(
         ("arena", "export", "--conversation", "1", "--db", "{db}"),
         ("tom", "stats", "--db", "{db}"),
         ("view", "--db", "{db}", "--out", "{tmp}/v.html"),
+        ("annotate", "export", "--db", "{db}", "--out", "{tmp}/a.jsonl"),
+        ("annotate", "quality", "--db", "{db}"),
     ],
 )
 def test_foreign_sqlite_file_is_refused_and_unchanged(
@@ -155,7 +157,9 @@ def test_foreign_sqlite_file_is_refused_and_unchanged(
     ]
 
 
-@pytest.mark.parametrize("command", [("arena", "report"), ("tom", "stats")])
+@pytest.mark.parametrize(
+    "command", [("arena", "report"), ("tom", "stats"), ("annotate", "quality")]
+)
 def test_read_only_commands_never_turn_an_empty_file_into_a_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
 ) -> None:

@@ -22,6 +22,7 @@ from cogwm.annotate.outputs import Allocation, Summary
 from cogwm.annotate.saa import DialogueAnnotation, Failure, TurnAnnotation
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Profile
+from cogwm.store.ownership import StoreKind, check_store, stamp
 
 #: Bump with a migration when the tables change.
 FORMAT_VERSION = 1
@@ -113,9 +114,12 @@ class AnnotationStore:
             raise InputError(f"{path}: no such annotation store")
         if create and not path.parent.is_dir():
             raise InputError(f"{path}: directory {path.parent} does not exist")
+        # Before connecting: WAL mode would change another tool's file even if it is refused.
+        check_store(path, StoreKind.ANNOTATIONS, create=create)
         self.path = path
         try:
             self._conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            stamp(self._conn, StoreKind.ANNOTATIONS)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._check_format(create)

@@ -40,6 +40,7 @@ _LEGACY_TABLES: dict[StoreKind, frozenset[str]] = {
     StoreKind.ARENA: frozenset({"runs", "conversations", "turns", "model_calls"}),
     StoreKind.TOM: frozenset({"tom_meta", "tom_items", "tom_runs"}),
     StoreKind.CACHE: frozenset({"replies", "invalid"}),
+    StoreKind.ANNOTATIONS: frozenset({"meta", "dialogues", "turns", "failures"}),
 }
 
 _LABELS = {
