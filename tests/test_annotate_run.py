@@ -193,3 +193,37 @@ def test_labelled_only_keeps_the_300_annotated_p4g_dialogues(real_data_dir: Path
     chosen = select(dialogues, seed=0, labelled_only=True)
     assert len(chosen) == 300 and all(has_fine_labels(d) for d in chosen)
     assert select(dialogues, seed=0, limit=5, labelled_only=True) == chosen[:5]
+
+
+def test_your_own_dialogues_and_task_file_are_annotated(tmp_path: Path) -> None:
+    # Catches: the annotator taking corpus names only, so a user's own task cannot be annotated
+    # without touching cogwm's code (the example task is read from its TOML file).
+    examples = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
+    db = tmp_path / "own.sqlite"
+    runner = CliRunner()
+    args = ["run", str(examples / "dialogues.jsonl"), "--task", str(examples / "task.toml")]
+    args += ["--model", "fake:schema", "--db", str(db), "--no-progress", "--limit", "2"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "own.jsonl"
+    assert runner.invoke(app, ["export", "--db", str(db), "--out", str(out)]).exit_code == 0
+    items = list(read_labelled(out))
+    assert len(items) == 2 and all(i.dialogue.task == "TUTOR" for i in items)
+    assert all(sorted(i.states) == [t.index for t in i.dialogue.user_turns()] for i in items)
+
+
+def test_own_dialogues_naming_no_task_need_task(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    line = {
+        "id": "mine:1",
+        "corpus": "mine",
+        "utterances": [
+            {"index": 0, "speaker": "a", "role": "agent", "text": "Hi."},
+            {"index": 1, "speaker": "b", "role": "user", "text": "Hello."},
+        ],
+    }
+    path.write_text(json.dumps(line) + "\n")
+    result = CliRunner().invoke(
+        app, ["run", str(path), "--model", "fake:schema", "--db", str(tmp_path / "x.sqlite")]
+    )
+    assert result.exit_code != 0 and "give --task" in str(result.exception)

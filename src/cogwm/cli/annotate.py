@@ -31,8 +31,22 @@ DEFAULT_MODEL = "llamacpp:smollm2"
 
 @app.command("run")
 def run_command(
-    corpus: Annotated[str, typer.Argument(help="Corpus name (see `cogwm data list`).")],
+    corpus: Annotated[
+        str,
+        typer.Argument(
+            help="Corpus name (see `cogwm data list`), or a .jsonl file of your own dialogues "
+            "(one Dialogue per line, as arena scenario files)."
+        ),
+    ],
     db: DbOption,
+    task_name: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Task name or task .toml file (default: the corpus's task, or the task the "
+            "dialogues of a file name).",
+        ),
+    ] = None,
     model: Annotated[str, typer.Option("--model", help="Model address.")] = DEFAULT_MODEL,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Annotate the first N of the sample.")
@@ -76,11 +90,16 @@ def run_command(
         from cogwm.annotate.human.extensions import register
 
         register()
-    spec = corpora.get(corpus)
-    task = tasks.for_corpus(spec.name)
-    if task is None:
-        raise typer.BadParameter(f"corpus {spec.name} has no task spec", param_hint="CORPUS")
-    dialogues = corpora.load(spec.name, resolve_data_dir(data_dir))
+    if corpus.strip().lower().endswith(".jsonl"):
+        dialogues = _own_dialogues(Path(corpus))
+        task = _own_task(task_name, dialogues)
+    else:
+        spec = corpora.get(corpus)
+        found = tasks.get(task_name) if task_name else tasks.for_corpus(spec.name)
+        if found is None:
+            raise typer.BadParameter(f"corpus {spec.name} has no task spec", param_hint="CORPUS")
+        task = found
+        dialogues = corpora.load(spec.name, resolve_data_dir(data_dir))
     chosen = select(dialogues, seed=seed, limit=limit, split=split, labelled_only=labelled_only)
     with AnnotationStore(db) as store:
         check_resumable(store, model, resume=resume)
@@ -89,6 +108,31 @@ def run_command(
             _run(chosen, loaded, task, store, seed, concurrency, profiles, progress)
         )
         _print_totals(totals, store)
+
+
+def _own_dialogues(path: Path) -> list[Dialogue]:
+    """The dialogues of a user's JSONL file (the arena's scenario-file format)."""
+    from cogwm.arena.scenarios import read_dialogues
+    from cogwm.errors import InputError
+
+    dialogues = read_dialogues(path)
+    if not dialogues:
+        raise InputError(f"{path}: no dialogues")
+    return dialogues
+
+
+def _own_task(task_name: str | None, dialogues: list[Dialogue]) -> TaskSpec:
+    """``--task``, else the one task the dialogues name."""
+    from cogwm import tasks
+    from cogwm.errors import InputError
+
+    if task_name:
+        return tasks.get(task_name)
+    named = {d.task.strip().upper() for d in dialogues if d.task}
+    if len(named) != 1:
+        found = ", ".join(sorted(named)) or "none"
+        raise InputError(f"give --task: the dialogues name {len(named)} tasks ({found})")
+    return tasks.get(named.pop())
 
 
 async def _run(
