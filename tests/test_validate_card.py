@@ -104,7 +104,12 @@ def _state(text: str) -> str:
 
 
 @pytest.fixture()
-def scripted_model() -> Iterator[models.Model]:
+def scripted_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[models.Model]:
+    # The answer labels are the process's lexicon: start from the paper's twelve, so labels that
+    # other tests registered (a custom task's emotions) do not change the random baseline.
+    from cogwm.schema import lexicon
+
+    monkeypatch.setattr(lexicon, "_extra", {})
     register_fake("validate-script", scripted)
     try:
         yield models.load("fake:validate-script")
