@@ -15,32 +15,28 @@ Human-label files (``cogwm annotate labels``) and LLM-annotation exports share t
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from cogwm.errors import InputError
+from cogwm.jsonl import dump_tagged, parse_tagged, read_lines, write_lines
 from cogwm.schema.lexicon import DEFAULT_VALENCES, register_emotion, valence
 from cogwm.schema.partial import LabelledDialogue
 
 #: The tag every line carries.
 SCHEMA = "cogwm.labels/1"
-_SCHEMA_KEY = "schema"
 _EMOTIONS_KEY = "emotions"
 
 
 def dump_line(item: LabelledDialogue) -> str:
     """One labelled dialogue as a JSON line (without the newline), tagged with :data:`SCHEMA`."""
-    data: dict[str, Any] = {_SCHEMA_KEY: SCHEMA}
+    data: dict[str, Any] = {}
     extensions = _extension_labels(item)
     if extensions:
         data[_EMOTIONS_KEY] = extensions
     data.update(item.model_dump(mode="json"))
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return dump_tagged(SCHEMA, data)
 
 
 def parse_line(line: str, *, where: str = "<line>") -> LabelledDialogue:
@@ -54,23 +50,18 @@ def parse_line(line: str, *, where: str = "<line>") -> LabelledDialogue:
         InputError: Not JSON, no or another schema tag, an emotion label whose valence clashes
             with the lexicon, or a record that does not validate.
     """
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    tag = data.pop(_SCHEMA_KEY, None)
-    if tag != SCHEMA:
-        raise InputError(f'{where}: expected "schema": "{SCHEMA}", got {tag!r}')
-    _register_extensions(data.pop(_EMOTIONS_KEY, {}), where)
-    try:
-        # Validated from JSON text, so enums and integer dict keys parse as they were written.
-        return LabelledDialogue.model_validate_json(json.dumps(data))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ()))
-        raise InputError(f"{where}: invalid labelled dialogue at {field}: {first['msg']}") from None
+
+    def extensions_first(data: dict[str, Any]) -> None:
+        _register_extensions(data.pop(_EMOTIONS_KEY, {}), where)
+
+    return parse_tagged(
+        line,
+        SCHEMA,
+        LabelledDialogue,
+        where=where,
+        what="labelled dialogue",
+        before=extensions_first,
+    )
 
 
 def read_labelled(path: Path | str) -> Iterator[LabelledDialogue]:
@@ -79,22 +70,7 @@ def read_labelled(path: Path | str) -> Iterator[LabelledDialogue]:
     Raises:
         InputError: A missing or unreadable file, or a bad line (named by file and line number).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
-    return _read_lines(path)
-
-
-def _read_lines(path: Path) -> Iterator[LabelledDialogue]:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield parse_line(line, where=f"{path}: line {number}")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start} of a line)") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return read_lines(path, lambda line, where: parse_line(line, where=where))
 
 
 def write_labelled(path: Path | str, items: Iterable[LabelledDialogue]) -> int:
@@ -106,25 +82,7 @@ def write_labelled(path: Path | str, items: Iterable[LabelledDialogue]) -> int:
     Raises:
         InputError: The directory does not exist or the file cannot be written.
     """
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise InputError(f"{path}: directory {path.parent} does not exist")
-    partial = path.with_name(path.name + ".partial")
-    count = 0
-    try:
-        with partial.open("w", encoding="utf-8") as handle:
-            for item in items:
-                handle.write(dump_line(item))
-                handle.write("\n")
-                count += 1
-        os.replace(partial, path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return count
+    return write_lines(path, (dump_line(item) for item in items))
 
 
 def _extension_labels(item: LabelledDialogue) -> dict[str, float]:
