@@ -31,7 +31,8 @@ _DIALOGUE_FIELDS = (
     "supporter_question2",
     "dialog",
 )
-_SEEKER_SURVEY = (
+#: The seeker's survey keys (the same in FailedESConv).
+SEEKER_SURVEY = (
     "initial_emotion_intensity",
     "final_emotion_intensity",
     "empathy",
@@ -108,7 +109,7 @@ def _survey(row: Row) -> ESConvSurvey:
     row.check_keys(("seeker", "supporter"))
     seeker = row.sub("seeker", "seeker")
     supporter = row.sub("supporter", "supporter")
-    seeker.check_keys((), optional=_SEEKER_SURVEY)
+    seeker.check_keys((), optional=SEEKER_SURVEY)
     supporter.check_keys((), optional=("relevance",))
     return ESConvSurvey(
         initial_emotion_intensity=_score(seeker, "initial_emotion_intensity"),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cogwm.corpora.common import task_of
 from cogwm.corpora.esconv import NAME as ESCONV
+from cogwm.corpora.esconv import SEEKER_SURVEY
 from cogwm.corpora.readers import Row, input_error, read_json, require_file
 from cogwm.schema import Dialogue, Role, Utterance
 from cogwm.schema.labels import ESConvMeta, ESConvSurvey, ESConvUtteranceLabels
@@ -32,12 +33,6 @@ _DIALOGUE_FIELDS = (
     "situation",
     "survey_score",
     "dialog",
-)
-_SEEKER_SURVEY = (
-    "initial_emotion_intensity",
-    "final_emotion_intensity",
-    "empathy",
-    "relevance",
 )
 
 
@@ -110,7 +105,7 @@ def _survey(row: Row) -> ESConvSurvey:
     row.check_keys(("seeker", "supporter"))
     seeker = row.sub("seeker", "seeker")
     supporter = row.sub("supporter", "supporter")
-    seeker.check_keys((), optional=_SEEKER_SURVEY)
+    seeker.check_keys((), optional=SEEKER_SURVEY)
     supporter.check_keys((), optional=("relevance",))
 
     def score(part: Row, key: str, low: int = 1) -> int | None:
