@@ -312,6 +312,40 @@ def test_turn_inputs_are_the_sample_prompts() -> None:
     assert [t.turn_index for t in turn_inputs(item)] == [1, 3, 5]
 
 
+def test_understand_samples_are_what_validate_asks_in_understanding_mode() -> None:
+    # Catches: understanding-mode training prompts drifting from the ones `cogwm validate` asks
+    # (a model would be trained on one prompt and scored on another), a target that still holds
+    # the utterance, and an understanding sample for a turn with nothing known.
+    from cogwm.simulator.validate.items import Item
+    from cogwm.simulator.validate.reader import world_model_input
+
+    item = _labelled()
+    built = [b.sample for b in dialogue_samples(item, "train", understand=True)]
+    assert [s.id for s in built] == [
+        "annomi:7:1",
+        "annomi:7:1:understand",
+        "annomi:7:3",
+        "annomi:7:3:understand",
+        "annomi:7:5",
+    ]
+    task = tasks.get("MI")
+    turns = {t.turn_index: t for t in turn_inputs(item)}
+    for sample in (s for s in built if s.mode == "understand"):
+        real = item.dialogue.turns()[sample.turn_index].text
+        asked = Item(
+            id=sample.id,
+            dialogue_id=sample.dialogue_id,
+            turn_index=sample.turn_index,
+            inp=turns[sample.turn_index].input,
+            utterance=real,
+            gold="x",
+        )
+        assert sample.messages == build_messages(world_model_input(asked, "understand"), task)
+        assert "utterance" not in json.loads(sample.target)
+        assert all(tag != "utterance" for _, _, tag in sample.target_spans)
+    assert json.loads(built[1].target)["emotion"]["label"] == "anxiety"
+
+
 def test_spans_cover_each_target_and_unknown_is_never_state() -> None:
     for sample in _samples(_labelled()):
         assert sample.target_spans[0][0] == 0 and sample.target_spans[-1][1] == len(sample.target)

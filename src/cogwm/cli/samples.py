@@ -87,6 +87,14 @@ def build(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite the samples files of a non-empty --out.")
     ] = False,
+    understand: Annotated[
+        bool,
+        typer.Option(
+            "--understand",
+            help="Also a state-understanding sample per labelled user turn (the real turn is "
+            "shown, the target is the state): how `cogwm validate` reads states.",
+        ),
+    ] = False,
 ) -> None:
     """Build samples from human labels and/or LLM annotations, split by dialogue."""
     from cogwm.simulator.build import Source, build_samples, check_out_dir, human_corpus
@@ -110,6 +118,7 @@ def build(
             history_turns=history_turns,
             limit=limit,
             force=force,
+            understand=understand,
             progress=bar,
         )
     _summary(manifest, out)

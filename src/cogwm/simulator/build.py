@@ -248,6 +248,7 @@ def build_samples(
     history_turns: int = DEFAULT_HISTORY_TURNS,
     limit: int | None = None,
     force: bool = False,
+    understand: bool = False,
     progress: Progress = _no_progress,
     count_tokens: Callable[[list[Sample]], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -261,6 +262,8 @@ def build_samples(
         history_turns: Turns of history each sample shows.
         limit: Read at most this many labelled dialogues per source.
         force: Overwrite the samples files of a non-empty directory.
+        understand: Add each labelled user turn's state-understanding sample (see
+            :func:`~cogwm.simulator.samples.dialogue_samples`).
         progress: Called as work advances.
         count_tokens: Measures token lengths of samples (default: :func:`token_lengths`).
 
@@ -289,7 +292,9 @@ def build_samples(
                 key = (item.dialogue.corpus, split)
                 tally.readings[key] += 1
                 tally.dialogues[key].add(base_id(item.dialogue.id))
-                for built in dialogue_samples(item, split, history_turns=history_turns):
+                for built in dialogue_samples(
+                    item, split, history_turns=history_turns, understand=understand
+                ):
                     files.write(built.sample)
                     tally.add(built.sample, built.fitted)
             progress("building samples", done, len(items))
@@ -299,6 +304,7 @@ def build_samples(
         out, sources, loaded, plans, tally, lengths, seed=seed, history_turns=history_turns
     )
     manifest["limit"] = limit
+    manifest["modes"] = ["predict", "understand"] if understand else ["predict"]
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
 

@@ -32,6 +32,7 @@ from cogwm.schema import CognitiveState, Dialogue, Profile, Record, Role, TaskSp
 from cogwm.schema.labels import ESConvMeta
 from cogwm.schema.partial import STATE_FIELDS, Constraint, FieldKind, LabelledDialogue, PartialState
 from cogwm.simulator.format import (
+    Mode,
     SpanTag,
     WorldModelInput,
     WorldModelOutput,
@@ -68,6 +69,11 @@ class Sample(Record):
         description="Source of each state field: emotion, beliefs, desires, intentions."
     )
     constraints: list[Constraint] = Field(default_factory=list)
+    mode: Mode = Field(
+        default="predict",
+        description="'predict' (state and reply after the agent's turn) or 'understand' (the "
+        "real user turn is the last line of the history; the target is the state only).",
+    )
 
 
 def task_for_corpus(corpus: str) -> TaskSpec:
@@ -162,6 +168,7 @@ def dialogue_samples(
     *,
     history_turns: int = DEFAULT_HISTORY_TURNS,
     task: TaskSpec | None = None,
+    understand: bool = False,
 ) -> Iterator[BuiltSample]:
     """One sample per user turn of ``item``, in turn order.
 
@@ -176,6 +183,10 @@ def dialogue_samples(
         split: The split the dialogue belongs to (decided by the caller, per dialogue).
         history_turns: Turns of history shown.
         task: The task; default the one that plays the dialogue's corpus.
+        understand: Also yield, after each user turn's sample, its state-understanding sample
+            (id ``<dialogue_id>:<turn_index>:understand``): the real turn ends the history and
+            the target is the state alone, as ``cogwm validate`` asks it. Only turns with a
+            known state field get one (otherwise there is nothing to learn).
     """
     dialogue = item.dialogue
     task = task or task_for_corpus(dialogue.corpus)
@@ -200,6 +211,33 @@ def dialogue_samples(
             constraints=list(partial.constraints),
         )
         yield BuiltSample(sample, changes)
+        if understand and any(partial.kind(f) is FieldKind.VALUE for f in STATE_FIELDS):
+            real = shown_text(turns[index].text)
+            yield BuiltSample(_understand_sample(sample, inp, real, fitted, partial, task), [])
+
+
+def _understand_sample(
+    predicted: Sample,
+    inp: WorldModelInput,
+    utterance: str,
+    fitted: WorldModelOutput,
+    partial: PartialState,
+    task: TaskSpec,
+) -> Sample:
+    """The state-understanding twin of a prediction-mode sample (same turn, same state), with
+    the real turn shown as ``cogwm validate`` shows it."""
+    history = [*inp.history, ("user", utterance)]
+    understand_input = inp.model_copy(update={"history": history, "mode": "understand"})
+    target, spans = render_target(WorldModelOutput(state=fitted.state, utterance=None), partial)
+    return predicted.model_copy(
+        update={
+            "id": f"{predicted.id}:understand",
+            "messages": build_messages(understand_input, task),
+            "target": target,
+            "target_spans": spans,
+            "mode": "understand",
+        }
+    )
 
 
 class TurnInput(NamedTuple):
