@@ -59,6 +59,7 @@ def test_defaults_follow_the_protocol() -> None:
             "agents.0.options",
         ),
         (_raw(intent_from_round=2), "intent_from_round"),
+        (_raw(max_rounds=6, intent_from_round=7), "intent_from_round"),
     ],
 )
 def test_bad_config_names_the_key(raw: dict[str, Any], key: str) -> None:

@@ -302,7 +302,8 @@ def test_tom_eval_against_an_unreachable_model_exits_1(
 ) -> None:
     db = tmp_path / "t.sqlite"
     args = ["tom", "eval", str(_items(tmp_path)), "--model", "openai:nobody", "--db", str(db)]
-    code = cogwm(*args, "--base-url", "http://127.0.0.1:9/v1")
+    # --no-preflight: the model's calls fail during the run (with it, nothing would start)
+    code = cogwm(*args, "--base-url", "http://127.0.0.1:9/v1", "--no-preflight")
     err = capsys.readouterr().err
     assert code == EXIT_UNITS_FAILED, err
     assert "Traceback" not in err and "failed" in err
@@ -330,13 +331,14 @@ def test_tom_build_llm_against_an_unreachable_model_leaves_no_out(
         "http://127.0.0.1:9/v1",
         "--out",
         str(out),
+        "--no-preflight",
     )
     err = capsys.readouterr().err
     assert code == EXIT_UNITS_FAILED and "Traceback" not in err, err
     assert not out.exists()
 
 
-def test_intent_from_round_beyond_max_rounds_is_warned(
+def test_intent_from_round_beyond_max_rounds_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "arena.toml"
@@ -345,10 +347,10 @@ def test_intent_from_round_beyond_max_rounds_is_warned(
             "intent_from_round = 3", "intent_from_round = 50"
         )
     )
-    assert (
-        cogwm("arena", "run", str(config), "--db", str(tmp_path / "r.sqlite"), "--no-progress") == 0
-    )
-    assert "intent detector never runs" in capsys.readouterr().err
+    db = tmp_path / "r.sqlite"
+    line = one_error(capsys, "arena", "run", str(config), "--db", str(db), "--no-progress")
+    assert f"{config}: intent_from_round: 50 is beyond max_rounds 4" in line
+    assert not db.exists()
 
 
 def test_merge_of_part_of_the_shards_warns(

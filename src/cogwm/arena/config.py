@@ -321,7 +321,8 @@ class ArenaConfig(_Section):
     intent_from_round: int = Field(
         default=8,
         ge=3,
-        description="First round after which the intent detector runs (beyond max_rounds: never).",
+        description="First round after which the intent detector runs (at most max_rounds; "
+        "equal to it: never).",
     )
     history_turns: int = Field(default=8, ge=2, description="Turns of history shown to models.")
     trials: int = Field(
@@ -383,6 +384,14 @@ class ArenaConfig(_Section):
         names = [a.name for a in self.agents]
         if len(set(names)) != len(names):
             raise ValueError("agents: names must be unique")
+        if self.intent_from_round > self.max_rounds:
+            # Quietly accepted, the detector would never run and every conversation would last
+            # max_rounds: a typo that changes what the run measures.
+            raise ValueError(
+                f"intent_from_round: {self.intent_from_round} is beyond max_rounds "
+                f"{self.max_rounds} (the intent detector would never run); give at most "
+                f"{self.max_rounds}"
+            )
         return self
 
     @property
@@ -460,7 +469,9 @@ def parse_config(raw: dict[str, Any], *, source: str = "config") -> ArenaConfig:
         message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
         field, sep, rest = message.partition(": ")
         if sep and field.isidentifier() and first.get("type") == "value_error":
-            where, message = f"{where}.{field}", rest
+            # A check of the whole config names its field alone, not "(top level).field".
+            where = field if not first.get("loc") else f"{where}.{field}"
+            message = rest
         raise ConfigError(f"{source}: {where}: {message}") from None
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None

@@ -18,6 +18,9 @@ from cogwm.metrics import judge
 from cogwm.models import Model
 from cogwm.schema import TaskSpec
 
+#: Turns of the end of a conversation the judge reads (besides the cold start).
+JUDGED_TURNS = 12
+
 
 class Verdict(NamedTuple):
     """A GoodOutcome verdict: ``good`` is None when the judge's reply could not be parsed."""
@@ -53,7 +56,7 @@ async def judge_good_outcome(
     turns: list[ArenaTurn],
     *,
     seed: int,
-    last_turns: int = 12,
+    last_turns: int = JUDGED_TURNS,
 ) -> Verdict:
     """The GoodOutcome verdict on the cold start and the last ``last_turns`` turns.
 

@@ -1,17 +1,15 @@
 """Checks made before an arena run starts, so that a run cannot fail the same way hundreds of
-times: every model address parses, and every ``openai:`` model has a base URL it was given
-(an option or ``$COGWM_BASE_URL``), never the public API by accident.
+times: every model address parses, every ``openai:`` model has a base URL it was given (an
+option or ``$COGWM_BASE_URL``), never the public API by accident, and each distinct endpoint
+(model servers and endpoint agents) answers one cheap request.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 from cogwm.arena.config import AgentKind, ArenaConfig, ModelConfig
-from cogwm.errors import ConfigError, InputError
-from cogwm.models.openai_api import BASE_URL_ENV, DEFAULT_BASE_URL
-from cogwm.models.spec import BackendKind, parse_spec
+from cogwm.models.preflight import ModelUse, check_address, check_endpoints
 
 
 def model_roles(config: ArenaConfig) -> Iterator[tuple[str, ModelConfig]]:
@@ -27,24 +25,26 @@ def model_roles(config: ArenaConfig) -> Iterator[tuple[str, ModelConfig]]:
 
 
 def preflight(config: ArenaConfig) -> None:
-    """Refuse a config whose models cannot be called as written.
+    """Refuse a config whose models cannot be called as written (no network).
 
     Raises:
         ConfigError: One line naming the role and the address: an address that does not parse,
             or an ``openai:`` model without a base URL.
     """
     for role, spec in model_roles(config):
-        try:
-            parsed = parse_spec(spec.model)
-        except InputError as exc:
-            raise ConfigError(f"{role}: {exc}") from None
-        if parsed.kind is BackendKind.OPENAI and not _has_base_url(spec):
-            raise ConfigError(
-                f"{role}: model {spec.model!r} has no base_url and ${BASE_URL_ENV} is not set, "
-                f"so it would call {DEFAULT_BASE_URL}; set options.base_url (that URL to use "
-                "the public API on purpose) or the environment variable"
-            )
+        check_address(ModelUse(role, spec.model, spec.options))
 
 
-def _has_base_url(spec: ModelConfig) -> bool:
-    return bool(spec.options.get("base_url")) or bool(os.environ.get(BASE_URL_ENV))
+def preflight_network(config: ArenaConfig) -> None:
+    """Ask each distinct endpoint the run will call (``openai:`` models and endpoint agents)
+    for its model list once; call after ``preflight``.
+
+    Raises:
+        ConfigError: One line naming the role, the address and the endpoint that did not answer.
+    """
+    uses = [ModelUse(role, spec.model, spec.options) for role, spec in model_roles(config)]
+    for agent in config.agents:
+        if agent.kind is AgentKind.ENDPOINT:
+            backend = agent.backend()
+            uses.append(ModelUse(f"agents.{agent.name}", backend.model, backend.options))
+    check_endpoints(uses)

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from cogwm import tasks
 from cogwm.arena.agents import build_agent
+from cogwm.arena.budget import Budget
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
 from cogwm.arena.digests import Digests
 from cogwm.arena.judging import judge_good_outcome
@@ -58,6 +59,9 @@ class RunSummary(Record):
     finished: int
     failed: int
     interrupted: bool = False
+    budget_reached: str | None = Field(
+        default=None, description="Why a cap stopped the run (see cogwm.arena.budget)."
+    )
     elapsed_s: float
     calls: int
     tokens: int
@@ -84,8 +88,10 @@ class ArenaRunner:
         *,
         load_model: Callable[..., Model] = load,
         digests: Digests | None = None,
+        budget: Budget | None = None,
     ):
         self.config = config
+        self.budget = budget
         self.digests = digests or Digests(config)
         self.writer = TurnWriter(store)
         self.store = store
@@ -292,6 +298,8 @@ class ArenaRunner:
     def _on_call(self, conversation_id: int | None, record: CallRecord) -> None:
         self.store.add_call(self.run_id, conversation_id, record)
         self.progress.on_call(record)
+        if self.budget is not None:
+            self.budget.charge(record)
 
 
 def failure_reason(exc: Exception) -> str:
@@ -435,6 +443,7 @@ async def run_arena(
     shard: Shard | None = None,
     show_progress: bool = True,
     load_model: Callable[..., Model] = load,
+    budget: Budget | None = None,
 ) -> RunSummary:
     """Run (or resume) every unit of ``config``; finished units in the store are skipped.
 
@@ -443,7 +452,8 @@ async def run_arena(
     restarted by the next ``--resume``. A finished conversation whose digest (see
     ``cogwm.arena.digests``) differs from the current config's is run again. The process holds
     the store's lease (with a heartbeat) while it runs: a second process on the same store is
-    refused with ``StoreBusyError``.
+    refused with ``StoreBusyError``. When a cap of ``budget`` is reached, conversations in
+    flight are stopped as by Ctrl-C and no new one starts (``RunSummary.budget_reached``).
     """
     store.acquire_lease()
     heartbeat = asyncio.create_task(_heartbeat(store))
@@ -456,6 +466,7 @@ async def run_arena(
             shard=shard,
             show_progress=show_progress,
             load_model=load_model,
+            budget=budget,
         )
     finally:
         heartbeat.cancel()
@@ -480,19 +491,9 @@ async def _run_leased(
     shard: Shard | None,
     show_progress: bool,
     load_model: Callable[..., Model],
+    budget: Budget | None,
 ) -> RunSummary:
-    data_dir = Path(config.data_dir) if config.data_dir else None
-    scenarios = {
-        task: select_scenarios(
-            tasks.get(task),
-            config.dialogues_per_task,
-            config.scenarios,
-            data_dir=data_dir,
-            seed=config.seed,
-        )
-        for task in config.tasks
-    }
-    units = shard_units(plan_units(config, scenarios), shard)
+    units = planned_units(config, shard)
     # Opened only once the scenarios are known: a run refused here leaves no run record.
     opened = open_run(config, store, resume=resume, force=force, shard=shard)
     run_id = opened.id
@@ -512,11 +513,13 @@ async def _run_leased(
     stale = sum(1 for u in todo if u.key in finished)
     started = time.monotonic()
     progress = RunProgress(len(todo), enabled=show_progress)
-    runner = ArenaRunner(config, store, run_id, progress, load_model=load_model, digests=digests)
+    runner = ArenaRunner(
+        config, store, run_id, progress, load_model=load_model, digests=digests, budget=budget
+    )
     interrupted = False
     with progress:
         try:
-            await _run_all(runner, todo, config.concurrency)
+            await _run_all(runner, todo, config.concurrency, budget)
         except asyncio.CancelledError:
             interrupted = True
         finally:
@@ -528,6 +531,7 @@ async def _run_leased(
         finished=progress.ended - progress.failed,
         failed=progress.failed,
         interrupted=interrupted,
+        budget_reached=None if budget is None else budget.reached,
         elapsed_s=time.monotonic() - started,
         calls=progress.calls,
         tokens=progress.tokens,
@@ -535,7 +539,25 @@ async def _run_leased(
     )
 
 
-async def _run_all(runner: ArenaRunner, units: list[Unit], concurrency: int) -> None:
+def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]:
+    """The units of ``config`` (of one shard), with their scenarios selected."""
+    data_dir = Path(config.data_dir) if config.data_dir else None
+    scenarios = {
+        task: select_scenarios(
+            tasks.get(task),
+            config.dialogues_per_task,
+            config.scenarios,
+            data_dir=data_dir,
+            seed=config.seed,
+        )
+        for task in config.tasks
+    }
+    return shard_units(plan_units(config, scenarios), shard)
+
+
+async def _run_all(
+    runner: ArenaRunner, units: list[Unit], concurrency: int, budget: Budget | None = None
+) -> None:
     limit = asyncio.Semaphore(concurrency)
 
     async def one(unit: Unit) -> None:
@@ -548,5 +570,12 @@ async def _run_all(runner: ArenaRunner, units: list[Unit], concurrency: int) -> 
                 runner.progress.on_conversation(failed=True)
 
     async with asyncio.TaskGroup() as group:
-        for unit in units:
-            group.create_task(one(unit))
+        started = [group.create_task(one(unit)) for unit in units]
+        if budget is not None:
+
+            def stop() -> None:
+                # A stopped conversation is left unfinished, as by Ctrl-C: --resume restarts it.
+                for task in started:
+                    task.cancel()
+
+            budget.on_reached(stop)

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cogwm.cli.common import DataDirOption, err_console, resolve_data_dir
+from cogwm.cli.common import (
+    DataDirOption,
+    PreflightOption,
+    err_console,
+    preflight_models,
+    resolve_data_dir,
+)
 
 if TYPE_CHECKING:
     from cogwm.annotate.quality import Figure
@@ -79,6 +85,7 @@ def run_command(
     progress: Annotated[
         bool, typer.Option(help="Progress bar (off: one log line per dialogue).")
     ] = True,
+    network_preflight: PreflightOption = True,
 ) -> None:
     """Annotate a seeded sample of CORPUS with Summarize-and-Allocate; Ctrl-C or kill safe."""
     from cogwm import corpora, tasks
@@ -101,6 +108,7 @@ def run_command(
         task = found
         dialogues = corpora.load(spec.name, resolve_data_dir(data_dir))
     chosen = select(dialogues, seed=seed, limit=limit, split=split, labelled_only=labelled_only)
+    preflight_models([("--model", model)], network=network_preflight, base_url_option=False)
     with AnnotationStore(db) as store:
         check_resumable(store, model, resume=resume)
         loaded = load(model)

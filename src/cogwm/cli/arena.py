@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from cogwm.cli.common import EXIT_UNITS_FAILED, console, err_console, print_json
+from cogwm.cli.common import (
+    EXIT_BUDGET_REACHED,
+    EXIT_UNITS_FAILED,
+    PreflightOption,
+    console,
+    err_console,
+    print_json,
+)
 
 app = typer.Typer(
     help="Agents under test talk to a cognitive user simulator; rank them by how they move the "
     "user's beliefs, desires, intentions and emotion.",
     no_args_is_help=True,
 )
+
+if TYPE_CHECKING:
+    from cogwm.arena.config import ArenaConfig
+    from cogwm.arena.units import Shard
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
 
@@ -44,11 +55,37 @@ def run_command(
         typer.Option("--data-dir", help="Corpora directory (overrides the config's data_dir)."),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the planned conversations and at most how many model calls, tokens "
+            "and (with prices in the model options) dollars they take; run nothing.",
+        ),
+    ] = False,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd",
+            help="Stop when this invocation's calls have cost this much (resumable).",
+            show_default=False,
+        ),
+    ] = None,
+    max_tokens_total: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens-total",
+            help="Stop when this invocation's calls have used this many tokens (resumable).",
+            show_default=False,
+        ),
+    ] = None,
+    network_preflight: PreflightOption = True,
 ) -> None:
     """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
+    from cogwm.arena.budget import Budget
     from cogwm.arena.config import load_config
     from cogwm.arena.failures import failure_causes, failure_table
-    from cogwm.arena.preflight import preflight
+    from cogwm.arena.preflight import preflight, preflight_network
     from cogwm.arena.runner import run_arena
     from cogwm.arena.units import Shard
     from cogwm.errors import CogwmError
@@ -58,14 +95,13 @@ def run_command(
     if data_dir is not None:
         config = config.model_copy(update={"data_dir": str(data_dir)})
     preflight(config)
-    if config.intent_from_round > config.max_rounds:
-        err_console.print(
-            f"warning: intent_from_round {config.intent_from_round} > max_rounds "
-            f"{config.max_rounds}: the intent detector never runs, every conversation lasts "
-            "max_rounds unless the user leaves",
-            markup=False,
-        )
     parsed_shard = Shard.parse(shard) if shard else None
+    budget = Budget(max_cost_usd=max_cost_usd, max_tokens_total=max_tokens_total)
+    if dry_run:
+        _print_plan(config, parsed_shard)
+        return
+    if network_preflight:
+        preflight_network(config)
     created = not db.exists()
     try:
         with RunStore(db) as store:
@@ -77,6 +113,7 @@ def run_command(
                     force=force,
                     shard=parsed_shard,
                     show_progress=progress,
+                    budget=budget if budget.capped else None,
                 )
             )
             causes = failure_causes(store.conversations()) if summary.failed else []
@@ -102,7 +139,52 @@ def run_command(
             f"{summary.failed} conversations failed (infrastructure; excluded from the report): "
             f"fix the cause and rerun with --resume --db {db}"
         )
+    if summary.budget_reached:
+        err_console.print(
+            f"budget reached ({summary.budget_reached}): stopped; finished conversations are "
+            f"kept, --resume --db {db} continues (with a new allowance)",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_BUDGET_REACHED)
+    if summary.failed:
         raise typer.Exit(EXIT_UNITS_FAILED)
+
+
+def _print_plan(config: ArenaConfig, shard: Shard | None) -> None:
+    """``arena run --dry-run``: the planned units and the upper bound of what they cost."""
+    from rich.table import Table
+
+    from cogwm.arena.budget import estimate
+    from cogwm.arena.runner import planned_units
+
+    plan = estimate(config, planned_units(config, shard))
+    table = Table(title="Planned model calls (upper bound)")
+    for column in ("role", "model", "calls", "prompt tokens", "completion tokens", "cost"):
+        table.add_column(column, justify="left" if column in ("role", "model") else "right")
+    for role in plan.roles:
+        cost = "-" if role.cost_usd is None else f"${role.cost_usd:,.4f}"
+        table.add_row(
+            role.role,
+            role.model,
+            f"{role.calls:,}",
+            f"{role.prompt_tokens:,}",
+            f"{role.completion_tokens:,}",
+            cost,
+        )
+    report_console().print(table)
+    cost = (
+        "no prices in the model options (cost_per_1k_prompt, cost_per_1k_completion)"
+        if plan.cost_usd is None
+        else f"${plan.cost_usd:,.4f}"
+    )
+    report_console().print(
+        f"{plan.units} conversations, {plan.preparations} scenario preparations: at most "
+        f"{plan.calls:,} model calls, {plan.tokens:,} tokens, cost {cost} (every conversation "
+        "to max_rounds, every reply at max_tokens, nothing from the cache; with --resume, "
+        "finished conversations are skipped). Nothing was run.",
+        markup=False,
+        highlight=False,
+    )
 
 
 @app.command("report")

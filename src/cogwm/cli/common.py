@@ -34,6 +34,18 @@ DATA_DIR_ENV = "COGWM_DATA_DIR"
 #: model calls) failed: what succeeded is kept, the failures are listed, ``--resume`` retries.
 #: Exit 2 is a user error (one ``error:`` line); 130 an interrupt.
 EXIT_UNITS_FAILED = 1
+#: Exit status of a run stopped by ``--max-cost-usd`` or ``--max-tokens-total``: what finished is
+#: kept and ``--resume`` continues.
+EXIT_BUDGET_REACHED = 3
+
+PreflightOption = Annotated[
+    bool,
+    typer.Option(
+        "--preflight/--no-preflight",
+        help="Before any model call, ask each openai: endpoint for its model list once "
+        "(an endpoint that does not answer is an error, exit 2).",
+    ),
+]
 
 DataDirOption = Annotated[
     Path | None,
@@ -60,3 +72,33 @@ def resolve_data_dir(data_dir: Path | None) -> Path:
 def print_json(obj: Any) -> None:
     """Print one JSON object on stdout (no rich markup, so it stays machine-readable)."""
     typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+
+
+def preflight_models(
+    uses: list[tuple[str, str | None]],
+    *,
+    network: bool,
+    base_url: str | None = None,
+    base_url_option: bool = True,
+) -> None:
+    """Check the models a command will call before it calls them (``cogwm.models.preflight``).
+
+    Args:
+        uses: ``(option, address)`` pairs such as ``("--model", "openai:qwen")``; an address of
+            None (an option not given) is skipped.
+        network: Also ask each ``openai:`` endpoint once (off with ``--no-preflight``).
+        base_url: The command's ``--base-url`` (for ``openai:`` models), if any.
+        base_url_option: Whether the command has a ``--base-url`` (else only
+            ``$COGWM_BASE_URL`` gives one, and the error says so).
+
+    Raises:
+        ConfigError: One line naming the option and the address.
+    """
+    from cogwm.models.preflight import ModelUse, check_address, check_endpoints
+
+    options = {"base_url": base_url} if base_url else {}
+    checked = [ModelUse(role, address, options) for role, address in uses if address]
+    for use in checked:
+        check_address(use, base_url_hint="--base-url" if base_url_option else None)
+    if network:
+        check_endpoints(checked)

@@ -19,8 +19,10 @@ from rich.table import Table
 from cogwm.cli.common import (
     EXIT_UNITS_FAILED,
     DataDirOption,
+    PreflightOption,
     console,
     err_console,
+    preflight_models,
     print_json,
     resolve_data_dir,
 )
@@ -222,6 +224,7 @@ def build_command(
     base_url: BaseUrlOption = None,
     data_dir: DataDirOption = None,
     as_json: JsonOption = False,
+    network_preflight: PreflightOption = True,
 ) -> None:
     """Build DialToM items from the corpora: template items from human labels, or LLM items."""
     from cogwm.tom.contexts import load_contexts, resolve_corpora
@@ -233,6 +236,8 @@ def build_command(
         raise InputError(f"--source must be template or llm, got {source!r}")
     if source == "llm" and model is None:
         raise InputError("--source llm needs --model")
+    if source == "llm":
+        preflight_models([("--model", model)], base_url=base_url, network=network_preflight)
     contexts = load_contexts(resolve_corpora(corpus), resolve_data_dir(data_dir))
     if limit is not None:
         contexts = _first_per_corpus(contexts, limit)
@@ -648,6 +653,7 @@ def eval_command(
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
+    network_preflight: PreflightOption = True,
 ) -> None:
     """Score a model on DialToM items; every answer is stored in --db with its raw output."""
     from cogwm.tom.evaluate import PLAIN, injected_condition
@@ -664,6 +670,11 @@ def eval_command(
     if mask_with is not None and inject_from is None:
         raise InputError("--mask-with needs --inject-from (it masks the teacher's reasoning)")
     condition = injected_condition(inject_from, mask_with) if inject_from else PLAIN
+    preflight_models(
+        [("--model", model), ("--inject-from", inject_from), ("--mask-with", mask_with)],
+        base_url=base_url,
+        network=network_preflight,
+    )
     with open_store(db) as store:
         if inject_from is not None:
             _teacher(items, inject_from, store, seed, concurrency, base_url)

@@ -8,7 +8,15 @@ from typing import Annotated, NamedTuple
 import typer
 from rich.table import Column, Table
 
-from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.cli.common import (
+    DataDirOption,
+    PreflightOption,
+    console,
+    err_console,
+    preflight_models,
+    print_json,
+    resolve_data_dir,
+)
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
@@ -102,6 +110,7 @@ def validate(
     output_format: Annotated[
         str, typer.Option("--format", help="Comparison output: text, json or csv.")
     ] = "text",
+    network_preflight: PreflightOption = True,
 ) -> None:
     """Measure a simulator against held-out human labels (the validity card), or compare cards.
 
@@ -120,7 +129,15 @@ def validate(
         raise InputError(f"--heldout must be test or all, got {heldout!r}")
     modes = _split(mode) if mode else ["understand"]
     options = _Options(
-        limit, seed, ablation, Heldout(heldout, split_seed), modes, pipeline, label, resamples
+        limit,
+        seed,
+        ablation,
+        Heldout(heldout, split_seed),
+        modes,
+        pipeline,
+        label,
+        resamples,
+        network_preflight,
     )
     _measure(model, data_dir, parts, options, out, as_json)
 
@@ -134,6 +151,7 @@ class _Options(NamedTuple):
     pipeline: str
     label: str | None
     resamples: int
+    network_preflight: bool
 
 
 def _measure(
@@ -156,6 +174,9 @@ def _measure(
     if out is not None and out.exists() and out.is_dir():
         raise InputError(f"--out {out} is a directory")
     directory = resolve_data_dir(data_dir)
+    preflight_models(
+        [("--model", address)], network=options.network_preflight, base_url_option=False
+    )
     simulator = models.load(address)
     card = build_card(
         simulator,

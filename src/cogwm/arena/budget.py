@@ -1,0 +1,237 @@
+"""Spend only what was allowed: the caps of a run (``--max-cost-usd``, ``--max-tokens-total``)
+and the estimate that ``arena run --dry-run`` prints before anything is spent.
+
+A ``Budget`` is charged with every model call the runner records (cache hits are free) and, once
+a cap is reached, calls back whoever stops the run; finished conversations stay stored and
+``--resume`` continues. The caps count what one invocation spends.
+
+The estimate is an upper bound: every conversation runs to ``max_rounds``, every reply uses its
+whole ``max_tokens``, prompts are counted at about four characters a token, and nothing comes
+from the cache. Costs come from the models' ``cost_per_1k_prompt`` and ``cost_per_1k_completion``
+options (USD per 1,000 tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from cogwm import tasks
+from cogwm.arena.config import AgentConfig, AgentKind, ArenaConfig, ModelConfig
+from cogwm.arena.judging import JUDGED_TURNS, judge_prompt
+from cogwm.arena.participants import CHARS_PER_TOKEN, COT_OVERHEAD_TOKENS, AgentParticipant
+from cogwm.arena.prompts import (
+    INTENT_DETECTOR,
+    PROFILE_ANNOTATOR,
+    SIMULATOR_OPENING,
+    SIMULATOR_SYSTEM,
+    SIMULATOR_TURN,
+    Prompt,
+)
+from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario
+from cogwm.arena.termination import Condition
+from cogwm.arena.units import Unit
+from cogwm.errors import InputError
+from cogwm.models.types import CallRecord
+
+
+class Budget:
+    """Caps on what one invocation of a run may spend; ``None`` means no cap.
+
+    Raises:
+        InputError: A cap that is not positive.
+    """
+
+    def __init__(self, *, max_cost_usd: float | None = None, max_tokens_total: int | None = None):
+        if max_cost_usd is not None and not max_cost_usd > 0:
+            raise InputError(f"--max-cost-usd must be positive, got {max_cost_usd:g}")
+        if max_tokens_total is not None and max_tokens_total < 1:
+            raise InputError(f"--max-tokens-total must be positive, got {max_tokens_total}")
+        self.max_cost_usd = max_cost_usd
+        self.max_tokens_total = max_tokens_total
+        self.tokens = 0
+        self.cost_usd = 0.0
+        #: Why the run was stopped (which cap, what was spent); None while within the caps.
+        self.reached: str | None = None
+        self._stops: list[Callable[[], None]] = []
+
+    @property
+    def capped(self) -> bool:
+        """Whether any cap is set."""
+        return self.max_cost_usd is not None or self.max_tokens_total is not None
+
+    def charge(self, record: CallRecord) -> None:
+        """Count one model call; the first call that reaches a cap stops the run."""
+        if record.cached:  # a reply from the cache costs nothing
+            return
+        self.tokens += record.prompt_tokens + record.completion_tokens
+        self.cost_usd += record.cost_usd
+        if self.reached is None:
+            self.reached = self._over()
+            if self.reached is not None:
+                for stop in self._stops:
+                    stop()
+
+    def on_reached(self, stop: Callable[[], None]) -> None:
+        """Call ``stop`` when a cap is reached (at once if one already is)."""
+        self._stops.append(stop)
+        if self.reached is not None:
+            stop()
+
+    def _over(self) -> str | None:
+        if self.max_tokens_total is not None and self.tokens >= self.max_tokens_total:
+            return f"{self.tokens:,} tokens spent, --max-tokens-total {self.max_tokens_total:,}"
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            return f"${self.cost_usd:.4f} spent, --max-cost-usd {self.max_cost_usd:g}"
+        return None
+
+
+# ------------------------------------------------------------------------------ the estimate
+
+
+class RoleEstimate(NamedTuple):
+    """At most how many calls and tokens one role (an agent, the simulator...) makes."""
+
+    role: str
+    model: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None: no prices in this model's options
+
+
+class Estimate(NamedTuple):
+    """The planned units of a run and an upper bound of its calls, tokens and cost."""
+
+    units: int
+    preparations: int
+    roles: list[RoleEstimate]
+
+    @property
+    def calls(self) -> int:
+        """Model calls in all."""
+        return sum(r.calls for r in self.roles)
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens in all."""
+        return sum(r.prompt_tokens + r.completion_tokens for r in self.roles)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The cost of the priced roles; None when no model has prices."""
+        priced = [r.cost_usd for r in self.roles if r.cost_usd is not None]
+        return sum(priced) if priced else None
+
+
+class _Tally:
+    """Calls and tokens of one role, summed over the units."""
+
+    def __init__(self, role: str, spec: ModelConfig):
+        self.role, self.spec = role, spec
+        self.calls = self.prompt = self.completion = 0
+
+    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.calls += 1
+        self.prompt += prompt_tokens
+        self.completion += completion_tokens
+
+    def result(self) -> RoleEstimate:
+        options = self.spec.options
+        prices = (options.get("cost_per_1k_prompt"), options.get("cost_per_1k_completion"))
+        cost = None
+        if any(p is not None for p in prices):
+            cost = self.prompt * float(prices[0] or 0) + self.completion * float(prices[1] or 0)
+            cost /= 1000
+        return RoleEstimate(
+            self.role, self.spec.model, self.calls, self.prompt, self.completion, cost
+        )
+
+
+def _tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def estimate(config: ArenaConfig, units: Sequence[Unit]) -> Estimate:
+    """An upper bound of the calls, tokens and cost of running ``units`` under ``config``."""
+    tallies: dict[str, _Tally] = {}
+
+    def tally(role: str, spec: ModelConfig) -> _Tally:
+        return tallies.setdefault(role, _Tally(role, spec))
+
+    prompts = config.agent_prompts()
+    preparations = {(u.task, u.scenario.id): u.scenario for u in units}
+    for scenario in preparations.values():
+        _prepare(config, scenario, tally)
+    for unit in units:
+        turns = _turn_tokens(config, unit)
+        if unit.agent.kind is not AgentKind.PYTHON:  # a Python agent's calls are its own
+            _agent_calls(config, unit, prompts[unit.agent.name].text, turns, tally)
+        _user_side_calls(config, unit, turns, tally)
+    return Estimate(len(units), len(preparations), [t.result() for t in tallies.values()])
+
+
+_Tallier = Callable[[str, ModelConfig], _Tally]
+
+
+def _prepare(config: ArenaConfig, scenario: Scenario, tally: _Tallier) -> None:
+    """The scenario's preparation: the opening's state, and the profile when annotated."""
+    opening = sum(_tokens(t.text) for t in scenario.opening)
+    fixed = _tokens(SIMULATOR_SYSTEM.text + SIMULATOR_OPENING.text + scenario.context)
+    tally("simulator", config.simulator).add(fixed + opening, config.simulator.max_tokens)
+    if config.annotate_profiles and scenario.profile is None:
+        annotator = config.annotator_model
+        tally("profile_annotator", annotator).add(
+            _tokens(PROFILE_ANNOTATOR.text) + opening, annotator.max_tokens
+        )
+
+
+def _turn_tokens(config: ArenaConfig, unit: Unit) -> list[int]:
+    """Tokens of every turn of the longest conversation: the opening, then replies that use
+    their whole budget."""
+    rounds = config.max_rounds - COLD_START_ROUNDS
+    turns = [_tokens(t.text) for t in unit.scenario.opening]
+    for _ in range(rounds):
+        turns += [unit.agent.max_tokens, config.simulator.max_tokens]
+    return turns
+
+
+def _shown(turns: list[int], seen: int, limit: int) -> int:
+    """Tokens of the history a call shows: the last ``limit`` of the first ``seen`` turns."""
+    return sum(turns[max(0, seen - limit) : seen])
+
+
+def _agent_calls(
+    config: ArenaConfig, unit: Unit, own_prompt: str, turns: list[int], tally: _Tallier
+) -> None:
+    agent: AgentConfig = unit.agent
+    task = tasks.get(unit.task)
+    own = Prompt(id="own", version=1, text=own_prompt)
+    system = _tokens(AgentParticipant.system_text(task, own, unit.condition))
+    reply = agent.max_tokens
+    if unit.condition is Condition.COT:
+        reply += agent.reasoning_max_tokens + COT_OVERHEAD_TOKENS
+    opening = len(unit.scenario.opening)
+    spec = agent.backend()
+    for k in range(config.max_rounds - COLD_START_ROUNDS):
+        shown = _shown(turns, opening + 2 * k, config.history_turns)
+        tally(f"agents.{agent.name}", spec).add(system + shown, reply)
+
+
+def _user_side_calls(config: ArenaConfig, unit: Unit, turns: list[int], tally: _Tallier) -> None:
+    """The simulator's turns, the intent detector's checks and the judge's verdict."""
+    opening = len(unit.scenario.opening)
+    simulator, detector, judge = config.simulator, config.intent_model, config.judge_model
+    fixed = _tokens(SIMULATOR_SYSTEM.text + SIMULATOR_TURN.text + unit.scenario.context)
+    for k in range(1, config.max_rounds - COLD_START_ROUNDS + 1):
+        shown = _shown(turns, opening + 2 * k - 1, config.history_turns)
+        tally("simulator", simulator).add(fixed + shown, simulator.max_tokens)
+        round_number = COLD_START_ROUNDS + k
+        # As the orchestrator: from intent_from_round on, never at the last round.
+        if config.intent_from_round <= round_number < config.max_rounds:
+            shown = _shown(turns, opening + 2 * k, config.history_turns)
+            tally("intent_detector", detector).add(
+                _tokens(INTENT_DETECTOR.text) + shown, detector.max_tokens
+            )
+    judged = sum(turns[:opening]) + sum(turns[opening:][-JUDGED_TURNS:])
+    tally("judge", judge).add(_tokens(judge_prompt().text) + judged, judge.max_tokens)
