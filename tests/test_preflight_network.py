@@ -95,6 +95,15 @@ def test_an_endpoint_that_is_down_is_named_with_its_role_and_address() -> None:
     assert "--no-preflight" in message and "\n" not in message
 
 
+def test_an_endpoint_that_cannot_be_asked_names_the_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_TOKEN", raising=False)
+    options = {"base_url": "http://127.0.0.1:9/v1", "headers_env": {"X-Token": "AGENT_TOKEN"}}
+    with pytest.raises(ConfigError, match=r"^agents.svc: model 'openai:agent': header 'X-Token'"):
+        check_endpoints([ModelUse("agents.svc", "openai:agent", options)])
+    with pytest.raises(ConfigError, match=r"^judge: model 'openai:q': base URL .* must start"):
+        check_endpoints([ModelUse("judge", "openai:q", {"base_url": "ftp://h/v1"})])
+
+
 @pytest.mark.parametrize(
     ("status", "problem"),
     [

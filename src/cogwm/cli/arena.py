@@ -67,7 +67,8 @@ def run_command(
         float | None,
         typer.Option(
             "--max-cost-usd",
-            help="Stop when this invocation's calls have cost this much (resumable).",
+            help="Stop when this invocation's calls have cost this many dollars (exit 3; "
+            "--resume continues).",
             show_default=False,
         ),
     ] = None,
@@ -75,7 +76,8 @@ def run_command(
         int | None,
         typer.Option(
             "--max-tokens-total",
-            help="Stop when this invocation's calls have used this many tokens (resumable).",
+            help="Stop when this invocation's calls have used this many tokens (exit 3; "
+            "--resume continues).",
             show_default=False,
         ),
     ] = None,

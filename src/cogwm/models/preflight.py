@@ -111,11 +111,15 @@ def _probes(uses: Iterable[ModelUse]) -> list[_Probe]:
     for use in uses:
         if parse_spec(use.address).kind is not BackendKind.OPENAI:
             continue
-        headers = header_values(dict(use.options.get("headers_env") or {}))
+        try:  # a header variable that is not set, a URL that is not http(s)
+            headers = header_values(dict(use.options.get("headers_env") or {}))
+            urls = base_urls(use.options.get("base_url"))
+        except ConfigError as exc:
+            raise ConfigError(f"{use.role}: model {use.address!r}: {exc}") from None
         raw_key = use.options.get("api_key")
         key = api_key(SecretStr(raw_key) if isinstance(raw_key, str) else raw_key)
         headers.setdefault("Authorization", f"Bearer {key}")
-        for url in base_urls(use.options.get("base_url")):
+        for url in urls:
             probes.setdefault(url.rstrip("/"), _Probe(use, url.rstrip("/"), headers))
     return list(probes.values())
 
