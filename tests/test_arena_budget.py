@@ -64,6 +64,7 @@ def test_dry_run_plans_without_touching_the_store(
     # each, and one opening reading per scenario
     assert "2 conversations, 2 scenario preparations: at most 14 model calls" in out
     assert "no prices in the model options" in out
+    assert re.search(r"ESC\W+warm/no_cot\W+2\b", out), out  # the planned conversations
     assert not db.exists()
 
 
@@ -146,6 +147,7 @@ def test_a_cap_stops_the_run_cleanly_and_resume_continues(
     assert cogwm(*args, cap, value) == EXIT_BUDGET_REACHED
     err = capsys.readouterr().err
     assert "budget reached" in err and cap in err and f"--resume --db {db}" in err
+    assert "stopped with 1 conversations not run or not finished" in err
     assert "Traceback" not in err
     assert _finished(db) == 1
     assert cogwm(*args, "--resume") == 0

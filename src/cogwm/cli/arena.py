@@ -142,9 +142,11 @@ def run_command(
             f"fix the cause and rerun with --resume --db {db}"
         )
     if summary.budget_reached:
+        left = summary.planned - summary.skipped - summary.finished - summary.failed
         err_console.print(
-            f"budget reached ({summary.budget_reached}): stopped; finished conversations are "
-            f"kept, --resume --db {db} continues (with a new allowance)",
+            f"budget reached ({summary.budget_reached}): stopped with {left} conversations not "
+            f"run or not finished; finished ones are kept, --resume --db {db} continues (with a "
+            "new allowance)",
             markup=False,
         )
         raise typer.Exit(EXIT_BUDGET_REACHED)
@@ -154,12 +156,22 @@ def run_command(
 
 def _print_plan(config: ArenaConfig, shard: Shard | None) -> None:
     """``arena run --dry-run``: the planned units and the upper bound of what they cost."""
+    from collections import Counter
+
     from rich.table import Table
 
     from cogwm.arena.budget import estimate
     from cogwm.arena.runner import planned_units
 
-    plan = estimate(config, planned_units(config, shard))
+    units = planned_units(config, shard)
+    arms = Counter((u.task, f"{u.agent.name}/{u.condition.value}") for u in units)
+    planned = Table(title="Planned conversations")
+    for column in ("task", "agent/condition", "conversations"):
+        planned.add_column(column, justify="right" if column == "conversations" else "left")
+    for (task, arm), n in arms.items():
+        planned.add_row(task, arm, str(n))
+    report_console().print(planned)
+    plan = estimate(config, units)
     table = Table(title="Planned model calls (upper bound)")
     for column in ("role", "model", "calls", "prompt tokens", "completion tokens", "cost"):
         table.add_column(column, justify="left" if column in ("role", "model") else "right")
