@@ -159,3 +159,28 @@ def test_a_bad_cap_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     args = ["arena", "run", str(_config(tmp_path)), "--db", str(db), "--max-tokens-total", "0"]
     assert "--max-tokens-total must be positive" in one_error(capsys, *args)
     assert not db.exists()
+
+
+def test_annotate_run_stops_at_the_token_cap_and_resume_continues(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
+    args = ["annotate", "run", str(example / "dialogues.jsonl"), "--task"]
+    args += [str(example / "task.toml"), "--model", "fake:schema", "--no-progress", "--limit", "3"]
+    assert cogwm(*args, "--db", str(tmp_path / "full.sqlite")) == 0
+    err = capsys.readouterr().err
+    tokens = int(re.search(r"([\d,]+) tokens", err).group(1).replace(",", ""))  # type: ignore[union-attr]
+    db = tmp_path / "a.sqlite"
+    code = cogwm(*args, "--db", str(db), "--max-tokens-total", str(tokens // 2))
+    err = capsys.readouterr().err
+    assert code == EXIT_BUDGET_REACHED and "budget reached" in err and "--resume" in err, err
+
+    def stored() -> int:
+        with sqlite3.connect(db) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM dialogues").fetchone()[0])
+
+    assert 0 < stored() < 3
+    assert cogwm(*args, "--db", str(db), "--resume") == 0
+    assert stored() == 3

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cogwm.annotate.prompts import PROMPT_VERSION
 from cogwm.annotate.saa import Annotator, DialogueAnnotation
@@ -22,6 +23,9 @@ from cogwm.models import Model, recording
 from cogwm.models.types import CallRecord
 from cogwm.schema import Dialogue, TaskSpec
 from cogwm.schema.labels import P4GMeta
+
+if TYPE_CHECKING:
+    from cogwm.arena.budget import Budget
 
 
 def has_fine_labels(dialogue: Dialogue) -> bool:
@@ -75,6 +79,7 @@ class RunTotals:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     elapsed_s: float = 0.0
+    budget_reached: str | None = None  # why a cap stopped the run (see cogwm.arena.budget)
 
 
 class _Meter:
@@ -129,8 +134,13 @@ async def annotate_all(
     profiles: bool = True,
     on_done: Listener | None = None,
     on_call: Callable[[CallRecord], None] | None = None,
+    budget: Budget | None = None,
 ) -> RunTotals:
-    """Annotate ``dialogues`` (those not stored yet) and store each one when it is done."""
+    """Annotate ``dialogues`` (those not stored yet) and store each one when it is done.
+
+    When a cap of ``budget`` is reached, the dialogues in flight are stopped unstored (as by
+    Ctrl-C) and ``RunTotals.budget_reached`` says why; ``resume`` continues.
+    """
     if concurrency < 1:
         raise InputError(f"--concurrency must be at least 1, got {concurrency}")
     annotator = Annotator(model, task, seed=seed, profiles=profiles)
@@ -144,7 +154,8 @@ async def annotate_all(
         async with gate:
             meter = _Meter()
             clock = time.perf_counter()
-            with recording(meter), recording(on_call or (lambda _: None)):
+            charge = budget.charge if budget is not None else (lambda _: None)
+            with recording(meter), recording(on_call or (lambda _: None)), recording(charge):
                 annotation = await annotator.annotate(dialogue)
             usage = Usage(
                 time.perf_counter() - clock,
@@ -167,12 +178,22 @@ async def annotate_all(
                 on_done(dialogue, annotation, usage)
 
     tasks = [asyncio.create_task(one(d)) for d in todo]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
+
+    def stop() -> None:
         for task_ in tasks:
             task_.cancel()
+
+    if budget is not None:
+        budget.on_reached(stop)
+    try:
+        await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        if budget is None or budget.reached is None:
+            raise  # an interrupt, not the budget
+    finally:
+        stop()
     totals.elapsed_s = time.perf_counter() - started
+    totals.budget_reached = None if budget is None else budget.reached
     return totals
 
 

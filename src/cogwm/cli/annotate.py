@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cogwm.cli.common import (
+    EXIT_BUDGET_REACHED,
     DataDirOption,
     PreflightOption,
     err_console,
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from cogwm.annotate.quality import Figure
     from cogwm.annotate.runner import RunTotals
     from cogwm.annotate.store import AnnotationStore
+    from cogwm.arena.budget import Budget
     from cogwm.models import Model
     from cogwm.schema import Dialogue, TaskSpec
 
@@ -86,11 +88,21 @@ def run_command(
         bool, typer.Option(help="Progress bar (off: one log line per dialogue).")
     ] = True,
     network_preflight: PreflightOption = True,
+    max_tokens_total: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens-total",
+            help="Stop when this invocation's calls have used this many tokens (exit 3; "
+            "--resume continues).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Annotate a seeded sample of CORPUS with Summarize-and-Allocate; Ctrl-C or kill safe."""
     from cogwm import corpora, tasks
     from cogwm.annotate.runner import check_resumable, select
     from cogwm.annotate.store import AnnotationStore
+    from cogwm.arena.budget import Budget
     from cogwm.models import load
 
     if extensions:
@@ -108,14 +120,22 @@ def run_command(
         task = found
         dialogues = corpora.load(spec.name, resolve_data_dir(data_dir))
     chosen = select(dialogues, seed=seed, limit=limit, split=split, labelled_only=labelled_only)
+    budget = Budget(max_tokens_total=max_tokens_total)
     preflight_models([("--model", model)], network=network_preflight, base_url_option=False)
     with AnnotationStore(db) as store:
         check_resumable(store, model, resume=resume)
         loaded = load(model)
         totals = asyncio.run(
-            _run(chosen, loaded, task, store, seed, concurrency, profiles, progress)
+            _run(chosen, loaded, task, store, seed, concurrency, profiles, progress, budget)
         )
         _print_totals(totals, store)
+    if totals.budget_reached:
+        err_console.print(
+            f"budget reached ({totals.budget_reached}): stopped; annotated dialogues are kept, "
+            f"--resume --db {db} continues (with a new allowance)",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_BUDGET_REACHED)
 
 
 def _own_dialogues(path: Path) -> list[Dialogue]:
@@ -152,6 +172,7 @@ async def _run(
     concurrency: int,
     profiles: bool,
     progress: bool,
+    budget: Budget,
 ) -> RunTotals:
     from cogwm.annotate.runner import annotate_all, log_line
     from cogwm.annotate.saa import DialogueAnnotation
@@ -177,6 +198,7 @@ async def _run(
                     profiles=profiles,
                     on_done=advance,
                     on_call=bar.on_call,
+                    budget=budget if budget.capped else None,
                 )
         listener = log_line(len(chosen) - todo, len(chosen), time.perf_counter())
         return await annotate_all(
@@ -188,6 +210,7 @@ async def _run(
             concurrency=concurrency,
             profiles=profiles,
             on_done=listener,
+            budget=budget if budget.capped else None,
         )
     finally:
         await model.aclose()
