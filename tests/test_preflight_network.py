@@ -244,3 +244,28 @@ def test_commands_without_a_base_url_are_refused_before_the_network(
     assert "--model: model 'openai:qwen' has no base_url" in line and "set --base-url" in line
     line = one_error(capsys, "validate", "--data-dir", str(tmp_path), "--model", "openai:qwen")
     assert "has no base_url" in line and "--base-url" not in line
+
+
+@pytest.mark.parametrize("command", ["arena run", "tom eval"])
+def test_a_backend_that_is_not_installed_is_one_line_before_anything_runs(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    from cogwm.models import registry
+
+    monkeypatch.setattr(registry, "is_installed", lambda module: module != "llama_cpp")
+    if command == "arena run":
+        config = tmp_path / "arena.toml"
+        config.write_text(ARENA.format(agent="llamacpp:smollm2"))
+        args = ["arena", "run", str(config), "--db", str(tmp_path / "r.db"), "--no-progress"]
+        role = "agents.warm"
+    else:
+        args = ["tom", "eval", str(_items(tmp_path)), "--db", str(tmp_path / "t.db")]
+        args += ["--model", "llamacpp:smollm2"]
+        role = "--model"
+    line = one_error(capsys, *args)
+    assert line.startswith(f"error: {role}: model 'llamacpp:smollm2': the llamacpp backend needs")
+    assert "install with: pip install 'cogwm[local]'" in line
+    assert not any(p.suffix == ".db" for p in tmp_path.iterdir())

@@ -1,6 +1,7 @@
 """Checks made before a command calls models, so that it cannot fail the same way hundreds of
-times: every address parses, every ``openai:`` model has a base URL it was given (never the
-public API by accident), and each distinct endpoint answers one cheap request.
+times: every address parses, every backend's libraries are installed, every ``openai:`` model
+has a base URL it was given (never the public API by accident), and each distinct endpoint
+answers one cheap request.
 
 Every command that runs models (``arena run``, ``tom eval``, ``tom build --source llm``,
 ``annotate run``, ``validate``) goes through these; a failure is one line naming the role (what
@@ -48,14 +49,20 @@ def check_address(use: ModelUse, *, base_url_hint: str | None = "options.base_ur
 
     Raises:
         ConfigError: One line naming the role and the address: an address that does not parse,
-            or an ``openai:`` model without a base URL (option or ``$COGWM_BASE_URL``).
+            a backend whose libraries are not installed (with the install command), or an
+            ``openai:`` model without a base URL (option or ``$COGWM_BASE_URL``).
     """
     from cogwm.models.openai_api import BASE_URL_ENV, DEFAULT_BASE_URL
+    from cogwm.models.registry import require
 
     try:
         parsed = parse_spec(use.address)
     except InputError as exc:
         raise ConfigError(f"{use.role}: {exc}") from None
+    try:
+        require(parsed.kind)
+    except ConfigError as exc:
+        raise ConfigError(f"{use.role}: model {use.address!r}: {exc}") from None
     has_url = bool(use.options.get("base_url")) or bool(os.environ.get(BASE_URL_ENV))
     if parsed.kind is BackendKind.OPENAI and not has_url:
         fix = (
