@@ -13,6 +13,7 @@ import typer
 from cogwm.cli.common import (
     EXIT_BUDGET_REACHED,
     DataDirOption,
+    MaxTokensOption,
     PreflightOption,
     err_console,
     preflight_models,
@@ -88,15 +89,7 @@ def run_command(
         bool, typer.Option(help="Progress bar (off: one log line per dialogue).")
     ] = True,
     network_preflight: PreflightOption = True,
-    max_tokens_total: Annotated[
-        int | None,
-        typer.Option(
-            "--max-tokens-total",
-            help="Stop when this invocation's calls have used this many tokens (exit 3; "
-            "--resume continues).",
-            show_default=False,
-        ),
-    ] = None,
+    max_tokens_total: MaxTokensOption = None,
 ) -> None:
     """Annotate a seeded sample of CORPUS with Summarize-and-Allocate; Ctrl-C or kill safe."""
     from cogwm import corpora, tasks

@@ -38,6 +38,16 @@ EXIT_UNITS_FAILED = 1
 #: kept and ``--resume`` continues.
 EXIT_BUDGET_REACHED = 3
 
+MaxTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens-total",
+        help="Stop when this invocation's calls have used this many tokens (exit 3; "
+        "--resume continues).",
+        show_default=False,
+    ),
+]
+
 PreflightOption = Annotated[
     bool,
     typer.Option(
