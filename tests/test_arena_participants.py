@@ -202,3 +202,61 @@ def test_an_old_cot_budget_keeps_its_total() -> None:
         {"name": "a", "model": "fake:schema", "max_tokens": 100, "cot_max_tokens": 320}
     )
     assert (config.max_tokens, config.reasoning_max_tokens) == (100, 220)
+
+
+def test_bound_simulator_prompts_match_the_format_and_render_the_system_once() -> None:
+    # The arena's simulator builds its prompts piecewise (the system message once per user, the
+    # state texts memoised); every turn's messages must still be exactly build_messages'.
+    from cogwm.arena.config import SimulatorConfig
+    from cogwm.arena.participants import SimulatorParticipant
+    from cogwm.arena.transcript import UserSetup
+    from cogwm.schema import CognitiveState, Emotion, Profile
+    from cogwm.simulator.format import WorldModelInput, build_messages
+
+    task = tasks.get("ESC")
+    config = SimulatorConfig(model="fake:schema")
+    simulator = SimulatorParticipant(load("fake:schema"), config, task, history_turns=3)
+    setup = UserSetup(context="I lost my job last week.", profile=Profile.neutral())
+    bound = simulator.for_user(setup)
+    start = CognitiveState(emotion=Emotion(label="sadness", intensity=3))
+    turns = [
+        ArenaTurn(index=0, round=1, role=Role.AGENT, phase=Phase.COLD_START, text="Hi."),
+        ArenaTurn(
+            index=1, round=1, role=Role.USER, phase=Phase.COLD_START, text="Hey.", state=start
+        ),
+    ]
+    systems = []
+    for round_number in range(2, 6):
+        turns.append(_turn(len(turns), Role.AGENT, f"How are you, {round_number}?"))
+        messages = bound._messages(setup, turns, "predict")
+        shown = turns[-3:]
+        expected = build_messages(
+            WorldModelInput(
+                task="ESC",
+                context=setup.context,
+                profile=setup.profile,
+                initial_state=start,
+                history=[(t.role.value, t.text) for t in shown],
+                previous_state=next(t.state for t in reversed(turns) if t.state is not None),
+            ),
+            task,
+        )
+        assert messages == expected
+        systems.append(messages[0])
+        state = CognitiveState(
+            emotion=Emotion(label="hope", intensity=1 + round_number % 3),
+            beliefs=[StateItem(text=f"it gets better {round_number}", score=1.0)],
+        )
+        turns.append(
+            ArenaTurn(
+                index=len(turns),
+                round=round_number,
+                role=Role.USER,
+                phase=Phase.SIMULATED,
+                text="ok",
+                state=state,
+            )
+        )
+    assert all(system is systems[0] for system in systems)  # rendered once for this user
+    other = simulator.for_user(UserSetup(context="My dog died.", profile=Profile.neutral()))
+    assert "My dog died." in other._messages(other.setup, turns, "predict")[0].content  # type: ignore[arg-type]

@@ -43,11 +43,17 @@ from cogwm.simulator.format import (
 )
 from cogwm.simulator.format import (
     Mode,
-    WorldModelInput,
-    build_messages,
+    describe_state,
     plain_text,
-    state_output_models,
-    to_state,
+    states_text,
+    system_message,
+    user_message,
+)
+from cogwm.simulator.format import (
+    state_output_models as state_output_models,
+)
+from cogwm.simulator.format import (
+    to_state as to_state,
 )
 
 _STRICT = ConfigDict(extra="forbid")
@@ -158,26 +164,41 @@ class SimulatorParticipant:
         labels = tuple(sorted(valence_table()))
         self.state_model, self.turn_model = state_output_models(task.name, task.score_range, labels)
         self._labels = ("you", "user", task.user_role.lower())
+        self._system: Message | None = None
+        self._described: dict[int, tuple[CognitiveState, str]] = {}
 
     def for_user(self, setup: UserSetup) -> SimulatorParticipant:
         """This simulator bound to one user's situation and profile (a ``Participant``)."""
         bound = copy.copy(self)
         bound.setup = setup
+        # Rendered once per user, not once per turn: it depends only on task and setup.
+        bound._system = self._system_message(setup)
+        bound._described = {}
         return bound
 
+    def _system_message(self, setup: UserSetup) -> Message:
+        return system_message(self.task, context=setup.context, profile=setup.profile)
+
     def _messages(self, setup: UserSetup, turns: Sequence[ArenaTurn], mode: Mode) -> list[Message]:
-        """The simulator's prompt in the world-model format, over its history window."""
+        """The simulator's prompt in the world-model format (``build_messages``), over its
+        history window."""
+        bound = setup is self.setup and self._system is not None
+        system = self._system if bound and self._system else self._system_message(setup)
         shown = turns[-self.history_turns :]
-        inp = WorldModelInput(
-            task=self.task.name,
-            context=setup.context,
-            profile=setup.profile,
-            initial_state=next((t.state for t in turns if t.state is not None), None),
-            history=[(t.role.value, t.text) for t in shown],
-            previous_state=latest_state(turns),
-            mode=mode,
+        states = states_text(
+            next((t.state for t in turns if t.state is not None), None),
+            latest_state(turns),
+            self._describe if bound else None,
         )
-        return build_messages(inp, self.task)
+        history = [(t.role.value, t.text) for t in shown]
+        return [system, user_message(self.task, history=history, mode=mode, states=states)]
+
+    def _describe(self, state: CognitiveState) -> str:
+        # A state's text is asked for on every later turn (as the start or previous state).
+        known = self._described.get(id(state))
+        if known is None or known[0] is not state:
+            known = self._described[id(state)] = (state, describe_state(state))
+        return known[1]
 
     async def read_state(
         self, setup: UserSetup, turns: Sequence[ArenaTurn], *, seed: int

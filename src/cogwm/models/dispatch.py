@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import NamedTuple, TypeVar
 
 from cogwm.models.types import BackendError
@@ -96,19 +95,37 @@ class EndpointPool:
             waiter.set_result(chosen)
             return
 
-    @asynccontextmanager
-    async def slot(self, avoid: str | None = None) -> AsyncIterator[str]:
-        """Hold one call slot; yields the endpoint to use (``avoid``: one that just failed)."""
-        state = self._state()
-        endpoint = await self._acquire(state, avoid)
-        try:
-            yield endpoint
-        finally:
-            self._release(state, endpoint)
+    def slot(self, avoid: str | None = None) -> _Slot:
+        """Hold one call slot (``async with``); gives the endpoint to use (``avoid``: one that
+        just failed)."""
+        return _Slot(self, avoid)
 
     def in_flight(self) -> dict[str, int]:
         """Calls in flight per endpoint on the running loop."""
         return dict(self._state().in_flight)
+
+
+class _Slot:
+    """One call slot of an ``EndpointPool`` (a class, not ``@asynccontextmanager``: it is entered
+    once per model call, and a generator-based manager costs several times as much)."""
+
+    __slots__ = ("_avoid", "_endpoint", "_pool", "_state")
+
+    def __init__(self, pool: EndpointPool, avoid: str | None) -> None:
+        self._pool = pool
+        self._avoid = avoid
+        self._state: _LoopState | None = None
+        self._endpoint: str | None = None
+
+    async def __aenter__(self) -> str:
+        self._state = state = self._pool._state()
+        self._endpoint = await self._pool._acquire(state, self._avoid)
+        return self._endpoint
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._state is not None and self._endpoint is not None:
+            self._pool._release(self._state, self._endpoint)
+            self._endpoint = None
 
 
 class RetryPolicy(NamedTuple):

@@ -296,7 +296,7 @@ def _last_user(messages: list[Message]) -> str:
 
 def _usage(request: BackendRequest, text: str) -> Usage:
     # Whitespace words stand in for tokens: good enough for accounting tests.
-    prompt = sum(_words(m.content) for m in request.messages)
+    prompt = sum([_words(m.content) for m in request.messages])
     return Usage(prompt_tokens=prompt, completion_tokens=len(text.split()))
 
 

@@ -56,9 +56,18 @@ def valence_table() -> dict[str, float]:
     return {**DEFAULT_VALENCES, **_extra}
 
 
+def is_known(label: str) -> bool:
+    """Whether ``label`` is in the lexicon (without building the merged table)."""
+    return label in DEFAULT_VALENCES or label in _extra
+
+
 def valence(label: str) -> float:
     """Valence of ``label``; raises ``KeyError`` naming the label if it is not in the lexicon."""
-    table = valence_table()
-    if label not in table:
+    # Looked up in place: this runs for every state of every trajectory.
+    known = DEFAULT_VALENCES.get(label)
+    if known is None:
+        known = _extra.get(label)
+    if known is None:
+        table = valence_table()
         raise KeyError(f"emotion {label!r} is not in the lexicon ({', '.join(sorted(table))})")
-    return table[label]
+    return known

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from cogwm.schema.base import Record
-from cogwm.schema.lexicon import valence, valence_table
+from cogwm.schema.lexicon import is_known, valence, valence_table
 
 
 class Dimension(StrEnum):
@@ -24,6 +24,15 @@ class Dimension(StrEnum):
 
 #: The three dimensions that enter the composite score.
 BDI: tuple[Dimension, ...] = (Dimension.BELIEF, Dimension.DESIRE, Dimension.INTENTION)
+
+#: The ``CognitiveState`` field holding each dimension's items (built once: ``items`` is hot).
+_ITEM_FIELDS: dict[str, str] = {
+    Dimension.BELIEF: "beliefs",
+    Dimension.DESIRE: "desires",
+    Dimension.INTENTION: "intentions",
+    Dimension.KNOWLEDGE: "knowledge",
+    Dimension.TRUST: "trust",
+}
 
 
 def _lexicon_enum(schema: dict[str, Any]) -> None:
@@ -46,7 +55,7 @@ class Emotion(Record):
     @classmethod
     def _label_in_lexicon(cls, value: str) -> str:
         label = value.strip().lower()
-        if label not in valence_table():
+        if not is_known(label):
             known = ", ".join(sorted(valence_table()))
             raise ValueError(f"emotion {value!r} is not in the lexicon (allowed: {known})")
         return label
@@ -95,13 +104,9 @@ class CognitiveState(Record):
 
     def items(self, dimension: Dimension | str) -> list[StateItem]:
         """The item list of one dimension (empty for an absent knowledge/trust)."""
-        attr = {
-            Dimension.BELIEF: "beliefs",
-            Dimension.DESIRE: "desires",
-            Dimension.INTENTION: "intentions",
-            Dimension.KNOWLEDGE: "knowledge",
-            Dimension.TRUST: "trust",
-        }[Dimension(dimension)]
+        attr = _ITEM_FIELDS.get(dimension)  # a plain string finds its StrEnum member's entry
+        if attr is None:
+            attr = _ITEM_FIELDS[Dimension(dimension)]  # raises ValueError for an unknown name
         value: list[StateItem] | None = getattr(self, attr)
         return value or []
 

@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, Literal
 
@@ -137,22 +137,53 @@ def build_messages(inp: WorldModelInput, task: TaskSpec) -> list[Message]:
     """
     if inp.task != task.name:
         raise SimulatorOutputError(f"input for task {inp.task!r} given with task {task.name!r}")
-    if inp.mode == "understand" and (not inp.history or inp.history[-1][0] != "user"):
+    return [
+        system_message(task, context=inp.context, profile=inp.profile),
+        user_message(
+            task,
+            history=inp.history,
+            mode=inp.mode,
+            states=states_text(inp.initial_state, inp.previous_state),
+        ),
+    ]
+
+
+def system_message(task: TaskSpec, *, context: str, profile: Profile | None) -> Message:
+    """The simulator's system message: it depends only on the task, the situation and the
+    profile, so a caller playing one user many turns renders it once (see ``build_messages``)."""
+    return Message(role="system", content=_system_text(task, context, profile))
+
+
+def user_message(
+    task: TaskSpec, *, history: Sequence[tuple[str, str]], mode: Mode, states: str
+) -> Message:
+    """The simulator's user message for one turn (see ``build_messages``).
+
+    Args:
+        task: The task (names the agent's role in the history).
+        history: The windowed conversation as ``(role, text)`` pairs.
+        mode: ``predict`` (state and reply) or ``understand`` (state only).
+        states: The states part, from :func:`states_text`.
+
+    Raises:
+        SimulatorOutputError: An ``understand`` history that does not end with the user's turn.
+    """
+    if mode == "understand" and (not history or history[-1][0] != "user"):
         raise SimulatorOutputError("an 'understand' input must end with the user's turn")
-    system = _system_text(inp, task)
-    prompt = SIMULATOR_TURN if inp.mode == "predict" else SIMULATOR_OPENING
-    user = prompt.render(history=render_history(inp.history, task), states=_states_text(inp))
-    return [Message(role="system", content=system), Message(role="user", content=user)]
+    prompt = SIMULATOR_TURN if mode == "predict" else SIMULATOR_OPENING
+    return Message(
+        role="user", content=prompt.render(history=render_history(history, task), states=states)
+    )
 
 
-def _system_text(inp: WorldModelInput, task: TaskSpec) -> str:
+def _system_text(task: TaskSpec, context: str, profile: Profile | None) -> str:
     about = ""
-    context = inp.context.strip()
+    context = context.strip()
     # The scenario is already in the first line; repeating it as the situation wastes tokens.
     if context and context != task.scenario.strip():
         about += f"Your situation: {context}\n"
-    if inp.profile is not None:
-        about += f"Your profile: {describe_profile(inp.profile)}\n"
+    if profile is not None:
+        about += f"Your profile: {describe_profile(profile)}\n"
     low, high = task.score_range
     return SIMULATOR_SYSTEM.render(
         user_role=task.user_role,
@@ -165,14 +196,27 @@ def _system_text(inp: WorldModelInput, task: TaskSpec) -> str:
     )
 
 
-def _states_text(inp: WorldModelInput) -> str:
+def states_text(
+    initial: CognitiveState | None,
+    previous: CognitiveState | None,
+    describe: Callable[[CognitiveState], str] | None = None,
+) -> str:
+    """The states part of the simulator's user message: the start state and the previous one.
+
+    Args:
+        initial: The state read from the opening (None before it exists).
+        previous: The latest state (None before the first one).
+        describe: How a state is written (default :func:`describe_state`; a caller may pass a
+            memoised one, as the text of a state never changes).
+    """
+    describe = describe or describe_state
     lines = []
     # The start state is shown only while it differs from the previous one (saves tokens on the
     # first simulated turn, where the two are the same reading).
-    if inp.initial_state is not None and inp.initial_state != inp.previous_state:
-        lines.append(f"Your state at the start: {describe_state(inp.initial_state)}\n")
-    if inp.previous_state is not None:
-        lines.append(f"Your state before this: {describe_state(inp.previous_state)}\n")
+    if initial is not None and initial is not previous and initial != previous:
+        lines.append(f"Your state at the start: {describe(initial)}\n")
+    if previous is not None:
+        lines.append(f"Your state before this: {describe(previous)}\n")
     return "".join(lines)
 
 
@@ -314,19 +358,22 @@ def _integer_range(score_range: tuple[float, float]) -> bool:
 
 def to_state(value: BaseModel) -> CognitiveState:
     """The ``CognitiveState`` in a simulator output."""
-    data = value.model_dump()
-    emotion = data["emotion"]
+    # Read from the attributes and validated in one call (not a model_dump and one model per
+    # item): this runs on every simulated turn.
+    emotion = value.emotion  # type: ignore[attr-defined]
 
-    def items(key: str) -> list[StateItem]:
+    def items(key: str) -> list[dict[str, Any]]:
         return [
-            StateItem(text=i["text"].strip() or "-", score=float(i["score"])) for i in data[key]
+            {"text": i.text.strip() or "-", "score": float(i.score)} for i in getattr(value, key)
         ]
 
-    return CognitiveState(
-        emotion=Emotion(label=emotion["label"], intensity=int(emotion["intensity"])),
-        beliefs=items("beliefs"),
-        desires=items("desires"),
-        intentions=items("intentions"),
+    return CognitiveState.model_validate(
+        {
+            "emotion": {"label": emotion.label, "intensity": int(emotion.intensity)},
+            "beliefs": items("beliefs"),
+            "desires": items("desires"),
+            "intentions": items("intentions"),
+        }
     )
 
 
