@@ -133,12 +133,12 @@ def test_cross_domain_correlation_matches_scipy() -> None:
 
 
 def test_tables_7_degradation_and_attributes_group_the_right_answers() -> None:
-    answers = _answers("m", "PFG", "prospective", [1, 1, 0, 0], variant="counterfactual",
+    answers = _answers("m", "PD", "prospective", [1, 1, 0, 0], variant="counterfactual",
                        attribute=None, n_options=5)  # fmt: skip
     for k, outcomes in enumerate([[0, 0, 1], [0, 1, 1], [1, 1, 1]]):
-        answers += _answers("m", "PFG", "prospective", outcomes, variant="degraded",
+        answers += _answers("m", "PD", "prospective", outcomes, variant="degraded",
                             attribute=None, history_turns=k, prefix=f"d{k}-")  # fmt: skip
-    answers += _answers("m", "PFG", "retrospective", [1, 0], attribute="trust", prefix="t")
+    answers += _answers("m", "PD", "retrospective", [1, 0], attribute="trust", prefix="t")
     report = compute_stats(answers)
     (cf,) = report.table7_counterfactual
     assert (cf.rate, cf.baseline) == (0.5, 0.2)
@@ -189,7 +189,7 @@ def test_majority_answer_baseline_and_the_flag_when_a_model_is_not_above_it() ->
     from cogwm.tom.stats import not_above_majority
     from cogwm.tom.templates import AnswerClasses
 
-    answers = _answers("m", "PFG", "retrospective", [1, 0, 1, 0], n_options=3)
+    answers = _answers("m", "PD", "retrospective", [1, 0, 1, 0], n_options=3)
     golds = ["positive", "positive", "positive", "negative"]
     classes = {
         a.item_id: AnswerClasses(gold=g, options=("negative", "neutral", "positive"))

@@ -1,9 +1,9 @@
 """The template items' audit on the real corpora: each defect found, fixed, and counted.
 
 Figures before the fixes (same corpora): ESC 279 + nervousness items paired a gold with a
-near-synonym; 614 MI prospective items (383 without a strictly most consistent gold); 41 PFG
+near-synonym; 614 MI prospective items (383 without a strictly most consistent gold); 41 PD
 "considering" items (16 after a commitment); 217 intended-donation items; majority-answer
-baselines 57.9 % MI, 48.2 % ESC, 75.1 % PFG decisions, 76.9 % PFG reactions, 47.0 % intended.
+baselines 57.9 % MI, 48.2 % ESC, 75.1 % PD decisions, 76.9 % PD reactions, 47.0 % intended.
 """
 
 from __future__ import annotations
@@ -156,6 +156,6 @@ def _majority(items: list[ToMItem]) -> float | None:
 def test_majority_answer_baselines_on_the_real_items(built: Built) -> None:
     figures = {scheme.name: _majority(built.of(scheme.name)) for scheme in SCHEMES}
     print({k: None if v is None else round(100 * v, 1) for k, v in figures.items()})
-    # PFG reactions are untouched by the fixes: the audit's 76.9 %
+    # PD reactions are untouched by the fixes: the audit's 76.9 %
     assert figures["p4g_donation_reaction"] == pytest.approx(0.769, abs=5e-4)
     assert all(v is not None and v > 0.4 for v in figures.values())

@@ -14,6 +14,10 @@ from cogwm.tasks.specs import BUILTIN
 _REGISTRY: dict[str, TaskSpec] = {spec.name: spec for spec in BUILTIN}
 
 
+#: Other spellings of a task name, read as the task (DialToM called persuasion ``PFG``).
+_ALIASES = {"PFG": "PD"}
+
+
 def get(name: str) -> TaskSpec:
     """The task spec called ``name`` (case-insensitive); an ``InputError`` naming the choices.
 
@@ -22,7 +26,8 @@ def get(name: str) -> TaskSpec:
     """
     if is_task_path(name):
         return _load_file(Path(name.strip()))
-    spec = _REGISTRY.get(name.strip().upper())
+    key = name.strip().upper()
+    spec = _REGISTRY.get(_ALIASES.get(key, key))
     if spec is None:
         raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}")
     return spec

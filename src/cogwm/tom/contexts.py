@@ -24,7 +24,7 @@ DIALTOM_CORPORA: tuple[str, ...] = ("annomi", "esconv", "persuasionforgood")
 ROLE_NAMES: dict[Domain, tuple[str, str]] = {
     Domain.MI: ("Counselor", "Client"),
     Domain.ESC: ("Supporter", "Seeker"),
-    Domain.PFG: ("Persuader", "Persuadee"),
+    Domain.PD: ("Persuader", "Persuadee"),
 }
 
 #: The gold continuation of a prospective item: the opening of the next window, about this long.

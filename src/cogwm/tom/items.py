@@ -50,11 +50,21 @@ class Attribute(StrEnum):
 
 
 class Domain(StrEnum):
-    """The three DialToM domains, named as in the paper."""
+    """The three DialToM domains, named as the tasks are everywhere else in cogwm."""
 
     MI = "MI"  # motivational interviewing (AnnoMI)
     ESC = "ESC"  # emotional support (ESConv)
-    PFG = "PFG"  # persuasion for good (PersuasionForGood)
+    PD = "PD"  # persuasion to donate (PersuasionForGood)
+
+    @classmethod
+    def _missing_(cls, value: object) -> Domain | None:
+        """Older items and stores name persuasion ``PFG`` (the paper's name); read them as PD."""
+        name = str(value).strip().upper()
+        return cls.PD if name in OLD_DOMAIN_NAMES else next((d for d in cls if d == name), None)
+
+
+#: Former spellings of a domain, still read (items files and stores written before the rename).
+OLD_DOMAIN_NAMES = frozenset({"PFG"})
 
 
 class Variant(StrEnum):
@@ -90,7 +100,7 @@ class SpeakerRole(StrEnum):
 CORPUS_DOMAIN: dict[str, Domain] = {
     "annomi": Domain.MI,
     "esconv": Domain.ESC,
-    "persuasionforgood": Domain.PFG,
+    "persuasionforgood": Domain.PD,
 }
 
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
 from cogwm.store.ownership import StoreKind, check_store, read_only_uri, stamp
-from cogwm.tom.items import ToMItem
+from cogwm.tom.items import Domain, ToMItem
 
 SCHEMA_VERSION = 1
 
@@ -413,9 +413,11 @@ class ToMStore:
             if config.circular:
                 others = rotations.get((r[0], r[3]))
                 circular = None if others is None else bool(r[12]) and others
+            columns = list(r[:12])
+            columns[7] = Domain(columns[7]).value  # an older store's "PFG" reads as "PD"
             answers.append(
                 ScoredAnswer(
-                    *r[:12],  # type: ignore[misc]
+                    *columns,  # type: ignore[misc]
                     correct=bool(r[12]),
                     parsed=bool(r[13]),
                     seed=int(r[14]),
@@ -551,7 +553,7 @@ class ToMStore:
             "SELECT r.model, r.condition, i.domain, s.* FROM tom_open_scores s "
             "JOIN tom_runs r ON r.run_id = s.run_id JOIN tom_items i ON i.item_id = s.item_id"
         ).fetchall()
-        return [(r[0], r[1], r[2], OpenScoreRow(*r[3:])) for r in rows]
+        return [(r[0], r[1], Domain(r[2]).value, OpenScoreRow(*r[3:])) for r in rows]
 
     def scored_open_ids(self) -> set[tuple[str, str]]:
         """(run id, item id) pairs that already have scores."""

@@ -374,7 +374,7 @@ SCHEMES: tuple[LabelScheme, ...] = (
     ),
     LabelScheme(
         name="p4g_donation_reaction",
-        domain=Domain.PFG,
+        domain=Domain.PD,
         attribute=Attribute.DESIRE,
         label_field="ee_label",
         question="How does the persuadee feel about donating, judging by their latest reaction "
@@ -389,7 +389,7 @@ SCHEMES: tuple[LabelScheme, ...] = (
     ),
     LabelScheme(
         name="p4g_donation_decision",
-        domain=Domain.PFG,
+        domain=Domain.PD,
         attribute=Attribute.INTENTION,
         label_field="ee_label",
         question="What is the persuadee's intention about donating at this point of the "
@@ -406,7 +406,7 @@ SCHEMES: tuple[LabelScheme, ...] = (
     ),
     LabelScheme(
         name="p4g_intended_donation",
-        domain=Domain.PFG,
+        domain=Domain.PD,
         attribute=Attribute.INTENTION,
         label_field="intended_donation",
         question="How much of their task payment does the persuadee intend to donate, going by "

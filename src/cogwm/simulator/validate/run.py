@@ -21,6 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from cogwm import corpora
 from cogwm.annotate.human import extensions
 from cogwm.arena.provenance import git_revision, package_versions
 from cogwm.errors import InputError
@@ -77,12 +78,23 @@ def check_parts(names: Sequence[str]) -> list[str]:
         InputError: A name that is neither a part nor a known unmeasured one.
     """
     known = [*PARTS, JUDGES, *NOT_YET]
+    names = [_part_of_corpus(n) if n not in known else n for n in names]
     unknown = [n for n in names if n not in known]
     if unknown:
         raise InputError(
             f"unknown card part(s) {', '.join(unknown)}; choose from {', '.join(known)}"
         )
     return list(dict.fromkeys(names))
+
+
+def _part_of_corpus(name: str) -> str:
+    """The part that measures corpus ``name`` (any of its names, e.g. ``persuasionforgood``
+    for ``p4g``); ``name`` itself when there is none."""
+    try:
+        corpus = corpora.get(name).name
+    except InputError:
+        return name
+    return next((part.name for part in PARTS.values() if part.corpus == corpus), name)
 
 
 def versions() -> dict[str, str]:
