@@ -17,7 +17,7 @@ from rich.table import Table
 from cogwm.annotate import human
 from cogwm.annotate.io import write_labelled
 from cogwm.annotate.summary import LabelSummary, counting
-from cogwm.cli.common import DataDirOption, console, err_console, resolve_data_dir
+from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
 from cogwm.errors import InputError
 from cogwm.schema.partial import STATE_FIELDS, LabelledDialogue
 
@@ -44,6 +44,9 @@ def labels(
         str | None,
         typer.Option("--split", help="Only this official split (corpora that have one)."),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the counts as one JSON object.")
+    ] = False,
 ) -> None:
     """Write the partial states a corpus's own human labels give, and count them per field."""
     if not out.parent.is_dir():
@@ -68,6 +71,19 @@ def labels(
                 yield item
 
         written = write_labelled(out, advancing())
+    if as_json:
+        exact = {row.id: row.exact for row in human.rows(corpus)}
+        print_json(
+            {
+                "corpus": corpus,
+                "split": split,
+                "out": str(out),
+                "written": written,
+                **summary.model_dump(mode="json"),
+                "rules_exact": {rule: exact.get(rule) for rule in sorted(summary.rules)},
+            }
+        )
+        return
     _print_summary(corpus, split, summary)
     console.print(f"wrote {written:,} labelled dialogues to {out}")
 

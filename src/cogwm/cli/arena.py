@@ -82,6 +82,12 @@ def run_command(
         ),
     ] = None,
     network_preflight: PreflightOption = True,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print the run's summary and failure causes (or the plan) as JSON."
+        ),
+    ] = False,
 ) -> None:
     """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
     from cogwm.arena.budget import Budget
@@ -100,7 +106,7 @@ def run_command(
     parsed_shard = Shard.parse(shard) if shard else None
     budget = Budget(max_cost_usd=max_cost_usd, max_tokens_total=max_tokens_total)
     if dry_run:
-        _print_plan(config, parsed_shard)
+        _print_plan(config, parsed_shard, as_json=as_json)
         return
     if network_preflight:
         preflight_network(config)
@@ -124,6 +130,14 @@ def run_command(
             for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
                 path.unlink(missing_ok=True)
         raise
+    if as_json:
+        print_json(
+            {
+                "db": str(db),
+                **summary.model_dump(mode="json"),
+                "failure_causes": [c._asdict() for c in causes],
+            }
+        )
     rerun = f" ({summary.stale} re-run: their config changed)" if summary.stale else ""
     err_console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped} already done "
@@ -136,7 +150,8 @@ def run_command(
         )
         raise typer.Exit(130)
     if summary.failed:
-        report_console(err=True).print(failure_table(causes))
+        if not as_json:  # the JSON has the same causes
+            report_console(err=True).print(failure_table(causes))
         err_console.print(
             f"{summary.failed} conversations failed (infrastructure; excluded from the report): "
             f"fix the cause and rerun with --resume --db {db}"
@@ -154,7 +169,7 @@ def run_command(
         raise typer.Exit(EXIT_UNITS_FAILED)
 
 
-def _print_plan(config: ArenaConfig, shard: Shard | None) -> None:
+def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = False) -> None:
     """``arena run --dry-run``: the planned units and the upper bound of what they cost."""
     from collections import Counter
 
@@ -165,6 +180,23 @@ def _print_plan(config: ArenaConfig, shard: Shard | None) -> None:
 
     units = planned_units(config, shard)
     arms = Counter((u.task, f"{u.agent.name}/{u.condition.value}") for u in units)
+    if as_json:
+        plan = estimate(config, units)
+        print_json(
+            {
+                "conversations": [
+                    {"task": task, "arm": arm, "conversations": n}
+                    for (task, arm), n in arms.items()
+                ],
+                "units": plan.units,
+                "preparations": plan.preparations,
+                "roles": [role._asdict() for role in plan.roles],
+                "calls": plan.calls,
+                "tokens": plan.tokens,
+                "cost_usd": plan.cost_usd,
+            }
+        )
+        return
     planned = Table(title="Planned conversations")
     for column in ("task", "agent/condition", "conversations"):
         planned.add_column(column, justify="right" if column == "conversations" else "left")

@@ -66,20 +66,39 @@ def _write_jsonl(out: Path, records: Iterable[Record]) -> int:
     return count
 
 
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
 @app.command("list")
-def list_corpora(data_dir: DataDirOption = None) -> None:
+def list_corpora(data_dir: DataDirOption = None, as_json: JsonOption = False) -> None:
     """List the corpora cogwm reads and whether their folders are present."""
     # An explicit folder that does not exist is an error, not a table of "no".
     root = resolve_data_dir(data_dir) if data_dir is not None else _optional_root()
+
+    def present(spec: corpora.CorpusSpec) -> bool | None:  # None: no data directory known
+        return None if root is None else (root / spec.folder).is_dir()
+
+    if as_json:
+        rows = [
+            {
+                "corpus": spec.name,
+                "aliases": list(spec.aliases),
+                "folder": spec.folder,
+                "release_dialogues": spec.release.dialogues,
+                "present": present(spec),
+            }
+            for spec in corpora.CORPORA
+        ]
+        print_json({"data_dir": None if root is None else str(root), "corpora": rows})
+        return
     table = Table("corpus", "aliases", "folder", "release dialogues", "present", title="corpora")
     for spec in corpora.CORPORA:
-        present = "?" if root is None else ("yes" if (root / spec.folder).is_dir() else "no")
         table.add_row(
             spec.name,
             ", ".join(spec.aliases),
             spec.folder,
             f"{spec.release.dialogues:,}",
-            present,
+            {None: "?", True: "yes", False: "no"}[present(spec)],
         )
     console.print(table)
 
@@ -94,7 +113,7 @@ def _optional_root() -> Path | None:
 @app.command("stats")
 def stats(
     corpus: CorpusArgument,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
     data_dir: DataDirOption = None,
 ) -> None:
     """Counts (dialogues, utterances, turns, user turns) and label distributions."""

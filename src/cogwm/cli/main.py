@@ -24,7 +24,16 @@ app = typer.Typer(
 )
 
 
+_registered = False
+
+
 def _register() -> None:
+    # Once per process: tests call main() many times, and each registration adds every group
+    # again (the command tree, built on each call, grew with every run).
+    global _registered
+    if _registered:
+        return
+    _registered = True
     # Imported here so that `import cogwm.cli.main` stays cheap until a command runs.
     from cogwm.cli import annotate, arena, data, models, quickstart, score, tom, validate, view
 
@@ -60,12 +69,15 @@ def _quiet_flag_types() -> None:
     except ImportError:  # pragma: no cover - another typer layout
         return
     original = TyperOption.display_type_rich
+    if getattr(original, "_cogwm_quiet", False):  # patched by an earlier main() in this process
+        return
 
     def display_type_rich(self: TyperOption, ctx: object) -> str | None:
         if getattr(self, "is_flag", False) and self.metavar is None:
             return None
         return original(self, ctx)  # type: ignore[arg-type]
 
+    display_type_rich._cogwm_quiet = True  # type: ignore[attr-defined]
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 

@@ -169,8 +169,12 @@ def chat(
     system: Annotated[
         str | None, typer.Option("--system", help="A system message.", show_default=False)
     ] = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
-    temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 0.0,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="Longest reply, in tokens.")
+    ] = 256,
+    temperature: Annotated[
+        float, typer.Option("--temperature", min=0.0, help="Sampling temperature (0: greedy).")
+    ] = 0.0,
     no_cache: NoCacheOption = False,
 ) -> None:
     """Chat with MODEL: one line in, one reply out; reads stdin until EOF or /quit."""

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cogwm.cli.arena import report_console
-from cogwm.cli.common import EXIT_UNITS_FAILED, err_console
+from cogwm.cli.common import EXIT_UNITS_FAILED, err_console, print_json
 
 
 def quickstart(
@@ -32,6 +32,10 @@ def quickstart(
     model: Annotated[
         str, typer.Option(hidden=True, help="Model of every role (tests use a fake).")
     ] = "llamacpp:smollm2",
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the leaderboard (as `arena report --json`) as JSON."),
+    ] = False,
 ) -> None:
     """Three agents that differ on purpose (empathetic, solution-first, dismissive control) on ESC
     and PD with the embedded SmolLM2 model; prints the leaderboard and writes the plots."""
@@ -40,7 +44,7 @@ def quickstart(
     from cogwm.arena.quickstart import Preset, quickstart_config
     from cogwm.arena.runner import run_arena
     from cogwm.errors import ConfigError, InputError
-    from cogwm.report import build_report, load_run, render, write_plots
+    from cogwm.report import build_report, load_run, render, to_json, write_plots
     from cogwm.store import RunStore
 
     try:
@@ -61,18 +65,29 @@ def quickstart(
         data = load_run(store)
         causes = failure_causes(store.conversations()) if summary.failed else []
     report = build_report(data)
-    render(report, report_console())
     written = write_plots(data, report, out)
     from cogwm.web import write_report
 
     html = db.with_suffix(".html")
     write_report(db, html)
+    if as_json:
+        print_json(
+            {
+                **to_json(report),
+                "failure_causes": [c._asdict() for c in causes],
+                "plots": [str(path) for path in written],
+                "html": str(html),
+            }
+        )
+    else:
+        render(report, report_console())
     err_console.print(
         f"{summary.elapsed_s:.0f}s · wrote {len(written)} plots to {out} · run store {db}"
     )
     err_console.print(f"report: {html.resolve()} (open it in a browser; it works offline)")
     if summary.failed:
-        err_console.print(failure_table(causes))
+        if not as_json:  # the JSON has the same causes
+            err_console.print(failure_table(causes))
         err_console.print(
             f"{summary.failed} conversations failed; run `cogwm quickstart --db {db}` again to "
             "retry them",

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from cogwm.cli.common import DataDirOption, console, err_console, resolve_data_dir
+from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
 from cogwm.errors import InputError
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS, SPLITS
 
@@ -95,6 +95,9 @@ def build(
             "shown, the target is the state): how `cogwm validate` reads states.",
         ),
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the manifest (counts per corpus) as JSON.")
+    ] = False,
 ) -> None:
     """Build samples from human labels and/or LLM annotations, split by dialogue."""
     from cogwm.simulator.build import Source, build_samples, check_out_dir, human_corpus
@@ -121,6 +124,9 @@ def build(
             understand=understand,
             progress=bar,
         )
+    if as_json:
+        print_json({"out": str(out), **manifest})
+        return
     _summary(manifest, out)
 
 

@@ -63,10 +63,14 @@ def train(
     max_length: Annotated[
         int, typer.Option(min=16, help="Samples longer than this (tokens) are left out.")
     ] = 2048,
-    warmup_ratio: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.03,
-    lora_r: Annotated[int, typer.Option(min=1)] = 16,
-    lora_alpha: Annotated[int, typer.Option(min=1)] = 32,
-    lora_dropout: Annotated[float, typer.Option(min=0.0, max=0.99)] = 0.05,
+    warmup_ratio: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of the steps spent warming up.")
+    ] = 0.03,
+    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 16,
+    lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA scaling alpha.")] = 32,
+    lora_dropout: Annotated[
+        float, typer.Option(min=0.0, max=0.99, help="Dropout on the LoRA layers.")
+    ] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of initialisation, dropout and data order.")] = 0,
     checkpoint_minutes: Annotated[
         float, typer.Option(help="Checkpoint at least this often (minutes).")

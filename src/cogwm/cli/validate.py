@@ -95,7 +95,10 @@ def validate(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the card (JSON) here.", show_default=False)
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the card as JSON.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the card (with --compare, the comparison) as JSON."),
+    ] = False,
     compare_cards: Annotated[
         bool, typer.Option("--compare", help="Compare card files instead of measuring.")
     ] = False,
@@ -119,7 +122,9 @@ def validate(
     simulators.
     """
     if compare_cards:
-        _compare(cards or [], output_format, paired=paired, resamples=resamples, seed=seed)
+        # --json means --format json here too (every command with a table takes --json)
+        fmt = "json" if as_json else output_format
+        _compare(cards or [], fmt, paired=paired, resamples=resamples, seed=seed)
         return
     if cards:
         raise InputError("card files are only read with --compare")

@@ -20,7 +20,8 @@ Also:
 - ``messages`` may be a plain string (one user message), ``Message`` objects or role/content
   dicts. Every call method takes ``cache=True|False`` to override the model's cache setting.
 - Options every backend takes (``CommonOptions``): ``cache`` (None: temperature-0 calls of real
-  backends are cached, fakes never), ``cache_path`` (default ``$COGWM_CACHE_DIR/models.sqlite``),
+  backends are cached, fakes' only when asked: ``cache=True`` here or per call, as the arena's
+  ``cache = true`` does), ``cache_path`` (default ``$COGWM_CACHE_DIR/models.sqlite``),
   ``max_concurrency`` (per endpoint), ``timeout_s`` (per attempt), ``max_attempts``,
   ``backoff_base_s``, ``backoff_max_s``, ``cost_per_1k_prompt``, ``cost_per_1k_completion``,
   ``identity``. Backend options: ``LlamaCppOptions``, ``OpenAIOptions``, ``HFOptions``,
