@@ -67,7 +67,13 @@ def _reply(messages: list[Message]) -> str:
 def concurrency_config(conversations: int, concurrency: int, latency: float) -> dict[str, Any]:
     """ESC only: ``conversations / 20`` agents on the 20 built-in scenarios."""
     agents = max(1, conversations // SCENARIOS)
-    options = {"latency_s": latency, "max_concurrency": 4 * concurrency, "max_attempts": 1}
+    # No request log: a real backend keeps none, and the fake's would grow with every call.
+    options = {
+        "latency_s": latency,
+        "max_concurrency": 4 * concurrency,
+        "max_attempts": 1,
+        "keep_requests": False,
+    }
     model = f"fake:{FAKE}"
     return {
         "name": "bench",

@@ -212,3 +212,16 @@ def test_fake_scores_choices_on_each_path():
     assert s_full.probs == pytest.approx(s_top.probs)
     assert s_full.choice == s_top.choice == s_parsed.choice
     assert s_parsed.probs[s_parsed.choice] == 1.0
+
+
+def test_the_request_log_can_be_turned_off() -> None:
+    async def two_calls(model_options: dict[str, bool]) -> int:
+        model = load("fake:echo", **model_options)
+        for text in ("a", "b"):
+            await model.generate(text)
+        backend = model.backend
+        assert backend.calls == 2  # type: ignore[attr-defined]
+        return len(backend.requests)  # type: ignore[attr-defined]
+
+    assert asyncio.run(two_calls({})) == 2
+    assert asyncio.run(two_calls({"keep_requests": False})) == 0

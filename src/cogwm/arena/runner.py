@@ -22,6 +22,7 @@ from pydantic import Field
 from cogwm import tasks
 from cogwm.arena.agents import build_agent
 from cogwm.arena.budget import Budget
+from cogwm.arena.collector import steady_collector
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
 from cogwm.arena.digests import Digests
 from cogwm.arena.judging import judge_good_outcome
@@ -458,16 +459,17 @@ async def run_arena(
     store.acquire_lease()
     heartbeat = asyncio.create_task(_heartbeat(store))
     try:
-        return await _run_leased(
-            config,
-            store,
-            resume=resume,
-            force=force,
-            shard=shard,
-            show_progress=show_progress,
-            load_model=load_model,
-            budget=budget,
-        )
+        with steady_collector():
+            return await _run_leased(
+                config,
+                store,
+                resume=resume,
+                force=force,
+                shard=shard,
+                show_progress=show_progress,
+                load_model=load_model,
+                budget=budget,
+            )
     finally:
         heartbeat.cancel()
         store.release_lease()

@@ -86,6 +86,11 @@ class FakeOptions(BaseModel):
     )
     logprobs: bool = Field(default=True, description="Whether it returns token logprobs.")
     full_logits: bool = Field(default=True, description="Whether it scores candidates itself.")
+    keep_requests: bool = Field(
+        default=True,
+        description="Keep every request in ``FakeBackend.requests`` (tests read them; a long "
+        "benchmark turns it off, as the log would grow with every call).",
+    )
 
 
 @dataclass
@@ -162,7 +167,8 @@ class FakeBackend(Backend):
         """Wait the simulated latency, maybe fail, then reply by script."""
         self.calls += 1
         self.calls_by_endpoint[endpoint] += 1
-        self.requests.append(request)
+        if self.options.keep_requests:
+            self.requests.append(request)
         if request.mode is not None and request.mode not in (
             *self.options.modes,
             StructuredMode.PROMPT,
