@@ -346,3 +346,42 @@ def test_fakes_are_cached_only_when_asked(cache_dir: Path, tmp_path: Path) -> No
     rows = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables)
     conn.close()
     assert rows > 0
+
+
+# ------------------------------------------------------------------------------- output in logs
+
+
+def test_logs_get_whole_tables_and_unbroken_messages_even_with_columns_set(
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+
+    long_name = "an_agent_whose_name_is_longer_than_eighty_columns_" * 2
+    config = tmp_path / "arena.toml"
+    config.write_text(ARENA.replace('"warm"', f'"{long_name}"'))
+    failing = tmp_path / "failing.toml"
+    failing.write_text(ARENA.replace('"fake:schema"\nprompt', '"fake:nobody"\nprompt'))
+    # CI systems and shells export COLUMNS; a pipe must still get whole lines
+    env = {**os.environ, "COLUMNS": "80", "COGWM_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(*args: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cogwm.cli.main", *(str(a) for a in args)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+
+    db = tmp_path / "r.sqlite"
+    assert run("arena", "run", config, "--db", db, "--no-progress").returncode == 0
+    report = run("arena", "report", "--db", db, "--resamples", "50")
+    assert report.returncode == 0, report.stderr
+    assert f"{long_name}/no_cot" in report.stdout and "…" not in report.stdout
+    deep = tmp_path / ("a_folder_with_a_long_name_" * 3) / "failing.sqlite"
+    deep.parent.mkdir()
+    failed = run("arena", "run", failing, "--db", deep, "--no-progress")
+    assert failed.returncode == 1
+    (hint,) = [line for line in failed.stderr.splitlines() if "conversations failed" in line]
+    assert hint.endswith(f"--resume --db {deep}")

@@ -18,9 +18,14 @@ LOG_WIDTH = 1000
 
 
 def _console(*, stderr: bool) -> Console:
-    """A console for stdout or stderr; off a terminal it neither cuts tables nor wraps lines."""
-    terminal = Console(stderr=stderr)
-    if terminal.is_terminal or os.environ.get("COLUMNS"):
+    """A console for stdout or stderr; off a terminal it neither cuts tables nor wraps lines.
+
+    Off a terminal ``$COLUMNS`` is ignored (CI systems and shells export it, and a log must
+    keep whole figures). Messages on stderr are never broken into lines, on a terminal either:
+    a hint or a path cut in two cannot be copied.
+    """
+    terminal = Console(stderr=stderr, soft_wrap=stderr)
+    if terminal.is_terminal:
         return terminal
     return Console(stderr=stderr, width=LOG_WIDTH, soft_wrap=True)
 
