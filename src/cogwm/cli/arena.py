@@ -12,6 +12,7 @@ from rich.console import Console
 from cogwm.cli.common import (
     EXIT_BUDGET_REACHED,
     EXIT_UNITS_FAILED,
+    MaxTokensOption,
     PreflightOption,
     console,
     err_console,
@@ -72,15 +73,7 @@ def run_command(
             show_default=False,
         ),
     ] = None,
-    max_tokens_total: Annotated[
-        int | None,
-        typer.Option(
-            "--max-tokens-total",
-            help="Stop when this invocation's calls have used this many tokens (exit 3; "
-            "--resume continues).",
-            show_default=False,
-        ),
-    ] = None,
+    max_tokens_total: MaxTokensOption = None,
     network_preflight: PreflightOption = True,
     as_json: Annotated[
         bool,

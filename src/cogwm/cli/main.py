@@ -90,7 +90,8 @@ def main() -> None:
     """Run the CLI; a user error prints ``error: ...`` on one line and exits with 2.
 
     Exit codes: 0 done; 1 the command ran but some of its units (conversations, items, model
-    calls) failed, or a model could not be reached; 2 a user error; 130 interrupted.
+    calls) failed, or a model could not be reached mid-run; 2 a user error (a model found
+    unreachable by the preflight included); 3 a run stopped by its budget; 130 interrupted.
     """
     _register()
     _quiet_flag_types()
