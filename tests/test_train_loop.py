@@ -231,3 +231,18 @@ def test_gradient_checkpointing_gives_the_same_weights(base, uninterrupted, tmp_
     assert code == 0, err
     full, again = _weights(uninterrupted), _weights(out)
     assert all(torch.equal(full[k], again[k]) for k in full)
+
+
+def test_bf16_mixed_precision_reaches_the_training_step(base, tmp_path):
+    # Catches: --bf16 not reaching the step (the weights would equal the fp32 run's) and
+    # non-finite weights from the bf16 forward. Subprocesses: accelerate's state is per process.
+    import torch
+
+    runs = {}
+    for name, extra in (("fp32", ()), ("bf16", ("--bf16",))):
+        done = _run([*_args(base, tmp_path / name), "--max-steps", "10", *extra])
+        assert done.returncode == 0, done.stderr
+        runs[name] = _weights(tmp_path / name)
+    fp32, bf16 = runs["fp32"], runs["bf16"]
+    assert any(not torch.equal(fp32[k], bf16[k]) for k in fp32)
+    assert all(torch.isfinite(v).all() for v in bf16.values())

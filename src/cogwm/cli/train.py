@@ -91,6 +91,13 @@ def train(
             "--gradient-checkpointing", help="Recompute activations: far less memory, slower."
         ),
     ] = False,
+    bf16: Annotated[
+        bool,
+        typer.Option(
+            "--bf16",
+            help="bf16 mixed precision: faster on GPUs and CPUs with bf16 instructions.",
+        ),
+    ] = False,
     gguf: Annotated[
         bool, typer.Option("--gguf", help="Also write ADAPTER/adapter.gguf for llama.cpp.")
     ] = False,
@@ -130,6 +137,7 @@ def train(
         threads=threads,
         cpu=cpu,
         gradient_checkpointing=gradient_checkpointing,
+        bf16=bf16,
         val_samples=val_samples,
     )
     result = run(config, resume=resume, show_progress=not quiet and not as_json)

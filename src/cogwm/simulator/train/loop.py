@@ -166,7 +166,9 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
         # More threads than free cores makes CPU training many times slower, not faster.
         torch.set_num_threads(config.threads)
     finished = read_card(config.out) if resume else None
-    accelerator = Accelerator(cpu=config.cpu)
+    # Precision is how a step is computed, not what is trained: a run may resume under another
+    # precision (e.g. moved from a CPU to a GPU), so it is not part of the run hash.
+    accelerator = Accelerator(cpu=config.cpu, mixed_precision="bf16" if config.bf16 else "no")
     with accelerator.main_process_first():
         base_dir = resolve_base(config.base)
     if finished is not None:
