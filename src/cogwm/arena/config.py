@@ -104,15 +104,22 @@ class ModelConfig(_Section):
         """What of this model changes results.
 
         For ``openai:`` models the endpoints count (from ``base_url`` or ``$COGWM_BASE_URL``,
-        without credentials): two servers may serve different weights under one model name.
+        without credentials): two servers may serve different weights under one model name. So
+        does the model id each endpoint reported once asked in this process (see
+        ``cogwm.arena.digests.ask_served_models``): the same server restarted with other weights
+        under the same name changes it.
         """
         data = self.model_dump(mode="json")
         data["options"] = {k: v for k, v in self.options.items() if k not in _OPTIONS_OUTSIDE_HASH}
         if self.model.startswith("openai:"):
-            from cogwm.models.openai_api import base_urls, endpoint_label
+            from cogwm.models.openai_api import base_urls, endpoint_label, served_model
 
             urls = base_urls(self.options.get("base_url"))
             data["endpoints"] = sorted(endpoint_label(u) for u in urls)
+            name = self.model.removeprefix("openai:")
+            served = {e: s for e in data["endpoints"] if (s := served_model(name, e)) is not None}
+            if served:  # only then: a digest made without a model list stays what it was
+                data["served"] = served
         return data
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from cogwm import tasks
@@ -31,12 +32,36 @@ from cogwm.arena.prompts import (
 from cogwm.arena.scenarios import Scenario
 from cogwm.arena.termination import Condition
 from cogwm.arena.units import Unit
+from cogwm.models.model import Model
 from cogwm.models.structured import schema_for
 from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import format_version, state_output_models
 
 #: Bumped when the meaning of a digest's parts changes (every stored digest goes stale).
 DIGEST_VERSION = 1
+
+
+async def ask_served_models(config: ArenaConfig, load_model: Callable[..., Model]) -> None:
+    """Ask every ``openai:`` endpoint of ``config`` once which model it serves, so that the config
+    hash and these digests (``ModelConfig.hashed``) name it: results made by other weights
+    behind the same name and URL are then run again, never relabelled. Endpoints without a
+    model list add nothing."""
+    from cogwm.arena.preflight import model_roles
+
+    asked: set[str] = set()
+    for _, spec in model_roles(config):
+        key = json.dumps([spec.model, spec.options], sort_keys=True)
+        if not spec.model.startswith("openai:") or key in asked:
+            continue
+        asked.add(key)
+        try:
+            model = load_model(spec.model, **spec.options)
+        except Exception:  # a model that cannot load fails its conversations, as before
+            continue
+        try:
+            await model.backend.served_identity()
+        finally:
+            await model.aclose()
 
 
 def _prompt(prompt: Prompt) -> list[Any]:

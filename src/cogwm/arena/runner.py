@@ -24,7 +24,7 @@ from cogwm.arena.agents import build_agent
 from cogwm.arena.budget import Budget
 from cogwm.arena.collector import steady_collector
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
-from cogwm.arena.digests import Digests
+from cogwm.arena.digests import Digests, ask_served_models
 from cogwm.arena.judging import judge_good_outcome
 from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
 from cogwm.arena.participants import (
@@ -496,6 +496,7 @@ async def _run_leased(
     budget: Budget | None,
 ) -> RunSummary:
     units = planned_units(config, shard)
+    await ask_served_models(config, load_model)  # the served model ids enter the digests
     # Opened only once the scenarios are known: a run refused here leaves no run record.
     opened = open_run(config, store, resume=resume, force=force, shard=shard)
     run_id = opened.id

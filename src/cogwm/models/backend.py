@@ -39,6 +39,11 @@ class Backend(ABC):
         """What ``endpoint`` supports; probed at most once per endpoint by backends that probe."""
         return Capabilities(modes=[], logprobs=False)
 
+    async def served_identity(self) -> str:
+        """The identity as the cache key uses it: backends that can ask their server which model
+        it actually serves add that (``openai:``); others return ``identity``."""
+        return self.identity
+
     def effective_sampling(self, sampling: Sampling) -> Sampling:
         """The sampling actually used (defaults filled in, caps applied); enters the cache key."""
         return sampling

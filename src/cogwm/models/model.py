@@ -174,6 +174,9 @@ class Model:
         self._rng = random.Random()
         self._cache: ReplyCache | None = None
         self._demoted: dict[str, set[StructuredMode]] = {}
+        # What the cache key names: an explicit ``identity`` option as given, else the backend's
+        # identity with what its server says it serves (asked at the first cached call).
+        self._key_identity: str | None = options.identity
 
     def __repr__(self) -> str:
         return f"Model({self.spec!r}, endpoints={self.pool.endpoints!r})"
@@ -414,15 +417,17 @@ class Model:
         store = self._use_cache(request.sampling, cache)
         key = base_key = None
         planned: StructuredMode | None = None
+        identity = self.identity
         if store is not None:
+            identity = self._key_identity or await self._served_identity()
             planned = await self._planned_mode(request)
-            key = base_key = self._key(request, planned)
+            key = base_key = self._key(request, identity, planned)
             fresh = store.invalid_count(key) if request.json_schema is not None else 0
             if fresh:
                 # This request failed validation for good before: ask for a new sample (a new
                 # derived seed) instead of replaying the invalid reply from the cache.
                 request = self._effective(asked.model_copy(update={"sample": asked.sample + fresh}))
-                key = self._key(request, planned)
+                key = self._key(request, identity, planned)
             hit = store.get(key)
             if hit is not None:
                 self.stats.cache_hits += 1
@@ -445,8 +450,8 @@ class Model:
         self.stats.attempts += attempts
         if store is not None and key is not None:
             if used and used[-1] is not planned:
-                key = self._key(request, used[-1])  # stored under the mode that produced it
-            store.put(key, self.identity, reply)
+                key = self._key(request, identity, used[-1])  # under the mode that produced it
+            store.put(key, identity, reply)
         outcome = self._outcome(
             reply, call_id, started, clock, tag, cached=False, attempts=attempts
         )
@@ -459,9 +464,15 @@ class Model:
         caps = await self.capabilities(self.pool.endpoints[0])
         return caps.modes[0] if caps.modes else StructuredMode.PROMPT
 
-    def _key(self, request: BackendRequest, mode: StructuredMode | None = None) -> str:
+    async def _served_identity(self) -> str:
+        self._key_identity = await self.backend.served_identity()
+        return self._key_identity
+
+    def _key(
+        self, request: BackendRequest, identity: str, mode: StructuredMode | None = None
+    ) -> str:
         return cache_key(
-            identity=self.identity,
+            identity=identity,
             messages=request.messages,
             sampling=request.sampling,
             sample=request.sample,

@@ -14,6 +14,7 @@ import asyncio
 import email.utils
 import hashlib
 import json
+import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,8 @@ from cogwm.models.types import (
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+log = logging.getLogger("cogwm.models")
 
 BASE_URL_ENV = "COGWM_BASE_URL"
 API_KEY_ENVS = ("COGWM_API_KEY", "OPENAI_API_KEY")
@@ -84,6 +87,16 @@ class OpenAIOptions(BaseModel):
         description="HTTP headers sent with every call, as header name -> the environment "
         "variable holding its value (values are never stored, shown or cached).",
     )
+
+
+#: The model id each endpoint reported for a model name, by (model name, endpoint label); filled
+#: by ``OpenAIBackend.served_identity`` and read by the run config digest (one ask per process).
+_SERVED: dict[tuple[str, str], str] = {}
+
+
+def served_model(model: str, endpoint: str) -> str | None:
+    """The model id ``endpoint`` reported for ``model`` in this process, if it was asked."""
+    return _SERVED.get((model, endpoint))
 
 
 def endpoint_label(url: str) -> str:
@@ -171,6 +184,7 @@ class OpenAIBackend(Backend):
         self._clients: dict[tuple[int, str], tuple[asyncio.AbstractEventLoop, AsyncOpenAI]] = {}
         self._caps: dict[str, Capabilities] = {}
         self._probe_locks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
+        self._served_identity: str | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, endpoints={self.endpoints!r})"
@@ -197,15 +211,34 @@ class OpenAIBackend(Backend):
         known = self._caps.get(endpoint)
         if known is not None:
             return known
-        loop = asyncio.get_running_loop()
-        entry = self._probe_locks.get(endpoint)
-        if entry is None or entry[0] is not loop:
-            # An asyncio.Lock binds to the loop it first waits on: one per loop.
-            entry = self._probe_locks[endpoint] = (loop, asyncio.Lock())
-        async with entry[1]:
+        async with self._lock(endpoint):
             if endpoint not in self._caps:
                 self._caps[endpoint] = await self._probe(endpoint)
         return self._caps[endpoint]
+
+    async def served_identity(self) -> str:
+        """The identity plus the model id each endpoint reports in its model list.
+
+        A server may load other weights under the same model name (vLLM reports them as the
+        entry's ``root``); its replies must then never be served from the cache for the old ones.
+        Asked once per endpoint and process; an endpoint that gives no list (or does not name
+        the model) adds nothing, so the identity stays the name and endpoints.
+        """
+        if self._served_identity is not None:
+            return self._served_identity
+        async with self._lock("served"):
+            if self._served_identity is None:
+                served = []
+                for endpoint in self.endpoints:
+                    known = _SERVED.get((self.model, endpoint))
+                    if known is None:
+                        known = await self._ask_served(endpoint)
+                    if known is not None:
+                        _SERVED[(self.model, endpoint)] = known
+                        served.append(f"{endpoint}={known}")
+                suffix = f"+served:{','.join(sorted(served))}" if served else ""
+                self._served_identity = self.identity + suffix
+        return self._served_identity
 
     async def complete(self, request: BackendRequest, endpoint: str) -> BackendReply:
         """One chat completion; failures become classified, key-free ``BackendError``s."""
@@ -230,6 +263,27 @@ class OpenAIBackend(Backend):
                 del self._clients[key]
 
     # ------------------------------------------------------------------------------ internals
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        # An asyncio.Lock binds to the loop it first waits on: one per loop.
+        loop = asyncio.get_running_loop()
+        entry = self._probe_locks.get(name)
+        if entry is None or entry[0] is not loop:
+            entry = self._probe_locks[name] = (loop, asyncio.Lock())
+        return entry[1]
+
+    async def _ask_served(self, endpoint: str) -> str | None:
+        """The model id ``endpoint`` lists for this model (``id`` plus vLLM's ``root``), or None."""
+        try:
+            page = await self._client(endpoint).models.list()
+        except Exception as exc:  # no list: the identity keeps the name and endpoint only
+            log.info("%s: no model list on %s (%s)", self.model, endpoint, type(exc).__name__)
+            return None
+        for entry in page.data:
+            if entry.id == self.model:
+                root = getattr(entry, "root", None)
+                return f"{entry.id}:{root}" if root and root != entry.id else str(entry.id)
+        return None
 
     def _client(self, endpoint: str) -> AsyncOpenAI:
         # HTTP connection pools belong to one event loop; keep one client per loop.
