@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import sqlite3
 import subprocess
@@ -75,6 +76,50 @@ def foreign(d: Path) -> str:
     conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
     conn.commit()
     conn.close()
+    return str(path)
+
+
+def corpus_config(d: Path) -> str:
+    """A config whose scenarios come from a corpus that is not there."""
+    path = Path(arena_config(d))
+    path.write_text(
+        path.read_text().replace(
+            "max_rounds", 'scenarios = "corpus"\ndata_dir = "/nonexistent"\nmax_rounds', 1
+        )
+    )
+    return str(path)
+
+
+def absurd_states(d: Path) -> str:
+    """Two conversations' states; the second has a belief score of 1e6 (ESC's range is 0..2)."""
+    path = d / "trajectories.jsonl"
+    states = [[1.0, 2.0], [1.0, 1e6]]
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"c{k}",
+                    "states": [
+                        {
+                            "emotion": {"label": "sadness", "intensity": 3},
+                            "beliefs": [{"text": "it helps", "score": score}],
+                        }
+                        for score in scores
+                    ],
+                }
+            )
+            + "\n"
+            for k, scores in enumerate(states)
+        )
+    )
+    return str(path)
+
+
+def fidelity_records(d: Path) -> str:
+    """One valid fidelity record (as gold and as prediction)."""
+    path = d / "fidelity.jsonl"
+    state = {"emotion": {"label": "sadness", "intensity": 2}}
+    path.write_text(json.dumps({"id": "a", "state": state, "utterance": "I lost my job"}) + "\n")
     return str(path)
 
 
@@ -300,6 +345,38 @@ def _probes() -> list[Probe]:
             check=lambda d, out, err: not (d / "llm.jsonl").exists(),
         ),
         Probe(
+            "tom stats --db on a cogwm run store",
+            lambda d: _with_run(d, ["tom", "stats", "--db", f"{d}/ok.sqlite"]),
+            untouched=lambda d: [d / "ok.sqlite"],
+        ),
+        Probe(
+            "arena run: corpus scenarios without the corpus write no file",
+            lambda d: ["arena", "run", corpus_config(d), "--db", f"{d}/r.sqlite"],
+            check=lambda d, out, err: not (d / "r.sqlite").exists(),
+        ),
+        Probe(
+            "arena merge of 1 of 2 shards",
+            lambda d: ["arena", "merge", f"{d}/all.sqlite", _shard(d, "1/2")],
+            "zero",
+            check=lambda d, out, err: "2/2 of the run were not given" in err,
+        ),
+        Probe(
+            "score trajectories: a state score of 1e6",
+            lambda d: ["score", "trajectories", absurd_states(d), "--task", "ESC"],
+        ),
+        Probe(
+            "score fidelity --embedding-cache on another tool's SQLite file",
+            lambda d: [
+                "score",
+                "fidelity",
+                fidelity_records(d),
+                fidelity_records(d),
+                "--embedding-cache",
+                foreign(d),
+            ],
+            untouched=lambda d: [d / "other.sqlite"],
+        ),
+        Probe(
             "score fidelity --resamples 10^11",
             lambda d: ["score", "fidelity", "--resamples", "100000000000", f"{d}/none.jsonl"],
         ),
@@ -380,6 +457,19 @@ def _with_run(d: Path, args: list[str]) -> list[str]:
         check=False,
     )
     return args
+
+
+def _shard(d: Path, shard: str) -> str:
+    """Run one shard of the probe config; the shard's store."""
+    out = f"{d}/shard.sqlite"
+    subprocess.run(
+        [sys.executable, "-m", "cogwm.cli.main", "arena", "run", arena_config(d), "--db", out,
+         "--shard", shard, "--no-progress"],
+        capture_output=True,
+        cwd=d,
+        check=False,
+    )  # fmt: skip
+    return out
 
 
 def _with_items(d: Path, args: list[str]) -> list[str]:

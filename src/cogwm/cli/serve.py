@@ -35,6 +35,7 @@ def serve(
     from cogwm.arena.scenarios import corpus_scenarios
     from cogwm.cli.common import resolve_data_dir
     from cogwm.errors import InputError
+    from cogwm.store.ownership import StoreKind, check_store
     from cogwm.tasks import get
     from cogwm.web.server import LOOPBACK, PLAY_TASKS, ServerConfig, create_app
 
@@ -42,6 +43,9 @@ def serve(
     for path in stores:
         if not path.is_file():
             raise InputError(f"run store {path} does not exist")
+        # Before serving, not at the first page: another tool's file is refused untouched.
+        check_store(path, StoreKind.ARENA, create=False)
+    check_store(play_db, StoreKind.ARENA, create=True)
     scenarios = {}
     if data_dir is not None:
         folder = resolve_data_dir(data_dir)

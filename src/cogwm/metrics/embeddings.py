@@ -101,8 +101,14 @@ class CachedEmbedder:
         self._memory: dict[str, FloatArray] = {}
         self._db: sqlite3.Connection | None = None
         if cache_path is not None:
+            # Imported here: cogwm.store imports the models package.
+            from cogwm.store.ownership import StoreKind, check_store, stamp
+
             cache_path.parent.mkdir(parents=True, exist_ok=True)
+            # Another tool's file (or another kind of cogwm store) is refused untouched.
+            check_store(cache_path, StoreKind.EMBEDDINGS, create=True)
             self._db = sqlite3.connect(cache_path, check_same_thread=False)
+            stamp(self._db, StoreKind.EMBEDDINGS)
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
             )

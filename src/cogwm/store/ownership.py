@@ -1,10 +1,10 @@
 """Which SQLite files are cogwm's, and of which kind.
 
 Every cogwm store carries an SQLite ``application_id`` that names its kind (arena run store,
-DialToM store, annotation store, reply cache). A command checks a file *before* it opens it for
-writing: a file of another kind, another tool's database or a file that is not SQLite at all is
-refused with one line, and nothing is written to it. Stores written before the id existed are
-recognised by their tables and stamped when next opened for writing.
+DialToM store, annotation store, reply cache, embedding cache). A command checks a file *before*
+it opens it for writing: a file of another kind, another tool's database or a file that is not
+SQLite at all is refused with one line, and nothing is written to it. Stores written before the
+id existed are recognised by their tables and stamped when next opened for writing.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ class StoreKind(StrEnum):
     TOM = "tom"
     ANNOTATIONS = "annotations"
     CACHE = "cache"
+    EMBEDDINGS = "embeddings"
 
 
 #: ``PRAGMA application_id`` per kind: 'CWM' followed by a letter for the kind.
@@ -33,6 +34,7 @@ APPLICATION_IDS: dict[StoreKind, int] = {
     StoreKind.TOM: 0x43574D54,  # CWMT
     StoreKind.ANNOTATIONS: 0x43574D4E,  # CWMN
     StoreKind.CACHE: 0x43574D43,  # CWMC
+    StoreKind.EMBEDDINGS: 0x43574D45,  # CWME
 }
 
 #: Tables that identify a store written before the application id (all must be present).
@@ -41,6 +43,7 @@ _LEGACY_TABLES: dict[StoreKind, frozenset[str]] = {
     StoreKind.TOM: frozenset({"tom_meta", "tom_items", "tom_runs"}),
     StoreKind.CACHE: frozenset({"replies", "invalid"}),
     StoreKind.ANNOTATIONS: frozenset({"meta", "dialogues", "turns", "failures"}),
+    StoreKind.EMBEDDINGS: frozenset({"embeddings"}),
 }
 
 _LABELS = {
@@ -48,6 +51,7 @@ _LABELS = {
     StoreKind.TOM: "cogwm DialToM store",
     StoreKind.ANNOTATIONS: "cogwm annotation store",
     StoreKind.CACHE: "cogwm reply cache",
+    StoreKind.EMBEDDINGS: "cogwm embedding cache",
 }
 
 

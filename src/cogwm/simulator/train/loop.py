@@ -157,6 +157,9 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
         ConfigError: ``--out`` holds another run, or the checkpoint is from other data or settings.
         InputError: Unusable samples.
     """
+    samples_file = config.samples / "train.jsonl"
+    if not samples_file.is_file():  # before torch loads and a GGUF base is converted (~40 s)
+        raise InputError(f"{samples_file}: file not found")
     import torch
     from accelerate import Accelerator
     from transformers import AutoTokenizer
