@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import typer
 from pydantic import ValidationError
@@ -61,24 +64,35 @@ def _register() -> None:
     app.command("serve")(serve_cli.serve)
 
 
+#: How typer 0.29 shows a repeatable value ('<list[Path]>'): a Python type, not a value.
+_LIST_TYPE = re.compile(r"^<list\[(\w+)\]>$")
+
+
 def _quiet_flag_types() -> None:
-    """Show no value type beside flags in help: typer 0.29 prints '<bool>' beside every flag
-    (``--help`` included), which reads as if the flag took a value."""
+    """Help shows values as a user types them: no '<bool>' beside flags (typer 0.29 prints it
+    beside every flag, ``--help`` included, which reads as if the flag took a value), and
+    '<path>...' for a repeatable value instead of the Python type '<list[Path]>'."""
     try:
-        from typer.core import TyperOption
+        from typer.core import TyperArgument, TyperOption
     except ImportError:  # pragma: no cover - another typer layout
         return
-    original = TyperOption.display_type_rich
-    if getattr(original, "_cogwm_quiet", False):  # patched by an earlier main() in this process
-        return
+    for cls in (TyperOption, TyperArgument):
+        original = cls.display_type_rich
+        if getattr(original, "_cogwm_quiet", False):  # patched by an earlier main()
+            continue
+        cls.display_type_rich = _shown_type(original)  # type: ignore[method-assign,assignment]
 
-    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+
+def _shown_type(original: Callable[[Any, Any], str | None]) -> Callable[[Any, Any], str | None]:
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
         if getattr(self, "is_flag", False) and self.metavar is None:
             return None
-        return original(self, ctx)  # type: ignore[arg-type]
+        shown = original(self, ctx)
+        repeated = _LIST_TYPE.match(shown or "")
+        return f"<{repeated.group(1).lower()}>..." if repeated else shown
 
     display_type_rich._cogwm_quiet = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    return display_type_rich
 
 
 def _fail(message: str) -> None:
