@@ -385,3 +385,22 @@ def test_logs_get_whole_tables_and_unbroken_messages_even_with_columns_set(
     assert failed.returncode == 1
     (hint,) = [line for line in failed.stderr.splitlines() if "conversations failed" in line]
     assert hint.endswith(f"--resume --db {deep}")
+
+
+def test_annotate_quality_in_a_log_keeps_long_figures_and_notes_whole(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cogwm.annotate import quality
+    from cogwm.annotate.quality import Figure
+
+    name = "a_figure_whose_name_takes_more_room_than_a_log_line_of_160_columns_" * 2
+    note = "a note that goes on and on " * 10
+    figure = Figure(name, "esconv", 0.5, 10, (0.1, 0.9), 1.0, {"majority": 0.4}, note=note)
+    monkeypatch.setattr(quality, "against_human_labels", lambda stored, root: ([figure], {}))
+    capsys.readouterr()
+    assert (
+        cogwm("annotate", "quality", "--db", world["annotations"], "--data-dir", world["data"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert name in out and "…" not in out  # the cell, not cut
+    assert f"esconv {name}: {note}" in out.splitlines()  # the note, on one line

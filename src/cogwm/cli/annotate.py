@@ -312,13 +312,10 @@ def _fmt(value: float | None) -> str:
 
 
 def _print_quality(summary: Mapping[str, object], figures: list[Figure]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    from cogwm.cli.common import console as terminal
-
-    # Files, pipes and logs get a wide table instead of wrapped cells.
-    console = terminal if terminal.is_terminal else Console(width=160)
+    # The shared console: off a terminal it is wide enough for any table and wraps nothing.
+    from cogwm.cli.common import console
 
     rate = summary["valid_rate"]
     console.print(
