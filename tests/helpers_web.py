@@ -6,16 +6,15 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from cogwm.arena.config import parse_config
 from cogwm.arena.runner import run_arena
-from cogwm.cli.main import main
 from cogwm.store import RunStore
 from helpers_arena import config
+from helpers_cli import cogwm as cogwm  # the web tests take it from here
 
 #: Utterances that must show as text, never as markup.
 XSS = ("<script>window.__pwned = 1</script>", '"><img src=x onerror="window.__pwned=2">')
@@ -108,16 +107,3 @@ def chromium() -> str:
     raise AssertionError(
         "headless Chromium is missing: install Debian's chromium package (apt-get install chromium)"
     )
-
-
-def cogwm(*args: str) -> int:
-    """Run the command line in process; its exit code."""
-    old = sys.argv
-    sys.argv = ["cogwm", *args]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0

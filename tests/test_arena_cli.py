@@ -5,16 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cogwm.cli.main import main
 from cogwm.models import unregister_fake
 from cogwm.store import RunStore
 from helpers_arena import FAKE_NAME, register
+from helpers_cli import cogwm
 
 CONFIG = """
 name = "cli"
@@ -51,18 +50,6 @@ def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     register()
     yield
     unregister_fake(FAKE_NAME)
-
-
-def cogwm(*args: str) -> int:
-    old = sys.argv
-    sys.argv = ["cogwm", *args]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0
 
 
 def test_run_report_and_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import typer
 
-from cogwm.cli.main import main
+from helpers_cli import cogwm
 from helpers_tom import tom_data_dir
 from helpers_validate import write_corpora
 
@@ -57,19 +57,6 @@ NO_TABLE = {
     "tom score-open",
     "train export-gguf",
 }
-
-
-def cogwm(*args: object) -> int:
-    """Run ``cogwm ARGS`` in this process; its exit status."""
-    old = sys.argv
-    sys.argv = ["cogwm", *(str(a) for a in args)]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0
 
 
 def _commands() -> dict[str, Any]:

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from cogwm.cli.common import EXIT_UNITS_FAILED
-from cogwm.cli.main import main
 from cogwm.models import unregister_fake
 from helpers_arena import FAKE_NAME, register
+from helpers_cli import cogwm
 
 ARENA = """
 name = "loud"
@@ -44,18 +44,6 @@ def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     register()
     yield
     unregister_fake(FAKE_NAME)
-
-
-def cogwm(*args: str) -> int:
-    old = sys.argv
-    sys.argv = ["cogwm", *args]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0
 
 
 def one_error(capsys: pytest.CaptureFixture[str], *args: str, code: int = 2) -> str:

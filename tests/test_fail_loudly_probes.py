@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import typer
 
-from cogwm.cli.main import main
+from helpers_cli import cogwm
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "probe_bad_inputs.py"
 
@@ -36,19 +36,6 @@ def _bench() -> ModuleType:
 
 bench = _bench()
 PROBES = {probe.name: probe for probe in bench._probes()}
-
-
-def cogwm(*args: object) -> int:
-    """Run ``cogwm ARGS`` in this process; its exit status."""
-    old = sys.argv
-    sys.argv = ["cogwm", *(str(a) for a in args)]
-    try:
-        main()
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
-    return 0
 
 
 def digest(path: Path) -> str:
