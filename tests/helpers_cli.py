@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 import sys
+from pathlib import Path
 
 from cogwm.cli.main import main
 
@@ -18,3 +21,18 @@ def cogwm(*args: object) -> int:
     finally:
         sys.argv = old
     return 0
+
+
+def digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (to show a file was left byte-identical)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def foreign_db(path: Path) -> Path:
+    """Another tool's SQLite database at ``path``: one table of its own, one row."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.execute("INSERT INTO notes (text) VALUES ('mine')")
+    conn.commit()
+    conn.close()
+    return path

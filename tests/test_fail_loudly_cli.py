@@ -6,8 +6,6 @@ for user errors, exactly one ``error:`` line on stderr and no traceback.
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 from cogwm.cli.common import EXIT_UNITS_FAILED
 from cogwm.models import unregister_fake
 from helpers_arena import FAKE_NAME, register
-from helpers_cli import cogwm
+from helpers_cli import cogwm, digest, foreign_db
 
 ARENA = """
 name = "loud"
@@ -55,19 +53,6 @@ def one_error(capsys: pytest.CaptureFixture[str], *args: str, code: int = 2) -> 
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     return lines[0]
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def foreign_db(path: Path) -> Path:
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
-    conn.execute("INSERT INTO notes (text) VALUES ('mine')")
-    conn.commit()
-    conn.close()
-    return path
 
 
 # --------------------------------------------------------------------- failed runs exit non-zero

@@ -7,9 +7,7 @@ pointed at another tool's database, which must come out byte-identical.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,7 +18,7 @@ from typing import Any
 import pytest
 import typer
 
-from helpers_cli import cogwm
+from helpers_cli import cogwm, digest, foreign_db
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "probe_bad_inputs.py"
 
@@ -36,10 +34,6 @@ def _bench() -> ModuleType:
 
 bench = _bench()
 PROBES = {probe.name: probe for probe in bench._probes()}
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.fixture()
@@ -68,15 +62,6 @@ def test_probe_of_the_issue(name: str, probe_dir: Path, capsys: pytest.CaptureFi
 
 
 # ------------------------------------------------------------- another tool's SQLite file
-
-
-def _foreign(path: Path) -> Path:
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
-    conn.execute("INSERT INTO notes (text) VALUES ('mine')")
-    conn.commit()
-    conn.close()
-    return path
 
 
 def _items(d: Path) -> Path:
@@ -166,7 +151,7 @@ def test_every_store_option_is_probed() -> None:
 def test_another_tools_sqlite_file_is_refused_and_byte_identical(
     use: str, probe_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    foreign = _foreign(probe_dir / "other.sqlite")
+    foreign = foreign_db(probe_dir / "other.sqlite")
     before = digest(foreign)
     args = [str(a) for a in STORE_USES[use](probe_dir, foreign)]
     if args[0] == "serve":  # a regression would serve forever: a subprocess with a timeout
