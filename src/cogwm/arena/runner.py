@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import Field
 
@@ -46,6 +46,8 @@ from cogwm.schema import CognitiveState, Profile, Record, TaskSpec
 from cogwm.store.db import HEARTBEAT_S, PrepRow, RunStore, TurnRow, UnitRow
 
 log = logging.getLogger("cogwm.arena")
+
+T = TypeVar("T")
 
 
 class RunSummary(Record):
@@ -201,7 +203,10 @@ class ArenaRunner:
         on. Cancellation is never swallowed.
         """
         task = tasks.get(unit.task)
-        conversation_id = self.store.start_conversation(self.run_id, self._unit_row(unit))
+        row = self._unit_row(unit)
+        conversation_id = await self.writer.submit(
+            lambda: self.store.start_conversation(self.run_id, row)
+        )
         with recording(lambda record: self._on_call(conversation_id, record)):
             try:
                 return await self._play(unit, task, conversation_id)
@@ -241,7 +246,8 @@ class ArenaRunner:
     async def _converse(self, unit: Unit, task: TaskSpec, conversation_id: int) -> Outcome:
         # Shielded: a cancelled conversation must not cancel a preparation others share.
         prep = await asyncio.shield(self.prep(task, unit.scenario))
-        self.store.set_profile_source(conversation_id, prep.profile.source)
+        source = prep.profile.source
+        await self.writer.submit(lambda: self.store.set_profile_source(conversation_id, source))
         config = self.config
         agent = build_agent(
             unit.agent,
@@ -316,38 +322,77 @@ class TurnWriter:
     one transaction at the start of the next, and each adder's future resolves only when that
     transaction has committed. Conversations await their turn's future before their next model
     call, so a killed process still loses at most turns that were never acknowledged.
+
+    Other small writes of a conversation (its start, its profile's source) join the same group
+    commit through ``submit``, each in its own savepoint, so one that fails fails alone.
     """
 
     def __init__(self, store: RunStore):
         self.store = store
         self._rows: list[TurnRow] = []
         self._waiting: list[asyncio.Future[None]] = []
+        self._writes: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
         self._scheduled = False
 
     def add(self, row: TurnRow) -> asyncio.Future[None]:
         """Queue one turn; the future resolves when it is committed (or fails with the error)."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
+        done: asyncio.Future[None] = self._schedule()
         self._rows.append(row)
         self._waiting.append(done)
+        return done
+
+    def submit(self, write: Callable[[], T]) -> asyncio.Future[T]:
+        """Run ``write`` (store calls) in the next group commit; the future holds its result once
+        that transaction has committed, or the error it raised."""
+        done: asyncio.Future[T] = self._schedule()
+        self._writes.append((write, done))
+        return done
+
+    def _schedule(self) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
         if not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._flush)
-        return done
+        return loop.create_future()
 
     def _flush(self) -> None:
-        rows, waiting = self._rows, self._waiting
-        self._rows, self._waiting, self._scheduled = [], [], False
+        rows, waiting, writes = self._rows, self._waiting, self._writes
+        self._rows, self._waiting, self._writes, self._scheduled = [], [], [], False
+        results: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         try:
-            self.store.add_turns(rows)
+            with self.store.transaction():
+                for write, done in writes:
+                    results.append((done, *self._one(write)))
+                if rows:
+                    self.store.add_turns(rows)
         except Exception as exc:  # each conversation in the batch fails with the store's error
-            for done in waiting:
+            for done in [*waiting, *(done for _, done in writes)]:
                 if not done.done():
                     done.set_exception(exc)
             return
+        for done, value, error in results:
+            if done.done():
+                continue
+            if error is None:
+                done.set_result(value)
+            else:
+                done.set_exception(error)
         for done in waiting:
             if not done.done():
                 done.set_result(None)
+
+    def _one(self, write: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+        """One write in its own savepoint: its failure is rolled back and reported to it alone."""
+        db = self.store.db
+        db.execute("SAVEPOINT cogwm_write")
+        try:
+            value = write()
+        except Exception as exc:
+            db.execute("ROLLBACK TO cogwm_write")
+            db.execute("RELEASE cogwm_write")
+            return None, exc
+        db.execute("RELEASE cogwm_write")
+        return value, None
 
 
 class _StoreSink:
