@@ -296,7 +296,7 @@ def test_former_and_corpus_names_are_accepted_as_input() -> None:
     from cogwm.simulator.validate.run import check_parts
 
     assert tasks.get("PFG").name == tasks.get("pd").name == "PD"
-    assert check_parts(["persuasionforgood", "p4g", "annomi"]) == ["p4g", "annomi"]
+    assert check_parts(["persuasionforgood", "p4g", "annomi"]) == ["persuasionforgood", "annomi"]
 
 
 # ------------------------------------------------------------------------------ fakes and cache
@@ -391,3 +391,18 @@ def test_annotate_quality_in_a_log_keeps_long_figures_and_notes_whole(
     out = capsys.readouterr().out
     assert name in out and "…" not in out  # the cell, not cut
     assert f"esconv {name}: {note}" in out.splitlines()  # the note, on one line
+
+
+def test_validate_cards_that_name_the_part_p4g_are_still_read(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    from cogwm.simulator.validate import read_card
+
+    data = json.loads(world["card"].read_text())
+    data["parts"][0]["name"] = "p4g"
+    data["figures"][0]["part"] = "p4g"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    card = read_card(old)
+    assert card.parts[0].name == card.figures[0].part == "persuasionforgood"
+    assert card.figures[0].key.startswith("persuasionforgood.")

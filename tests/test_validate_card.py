@@ -300,7 +300,7 @@ def test_heldout_all_takes_every_annomi_transcript(
 
 
 def test_p4g_figures_from_intention_scores() -> None:
-    scope = Scope("p4g", "understand", Settings(resamples=50, seed=0))
+    scope = Scope("persuasionforgood", "understand", Settings(resamples=50, seed=0))
     inp = WorldModelInput(task="PD")
 
     def item(n: int, dialogue: str, gold: str) -> Item:

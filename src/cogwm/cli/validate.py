@@ -45,7 +45,8 @@ def validate(
         list[str] | None,
         typer.Option(
             "--parts",
-            help="Parts to measure: dailydialog, annomi, p4g, esconv, judges (repeat or "
+            help="Parts to measure: dailydialog, annomi, persuasionforgood (p4g), esconv, judges "
+            "(repeat or "
             "comma-separate); default all.",
         ),
     ] = None,

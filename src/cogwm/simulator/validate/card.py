@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cogwm.errors import InputError
 
@@ -20,8 +20,16 @@ from cogwm.errors import InputError
 CARD_SCHEMA = "cogwm.validity_card/1"
 
 
+#: Former part names, read as today's (cards written before a part took its corpus's name).
+OLD_PART_NAMES = {"p4g": "persuasionforgood"}
+
+
 class _Rec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _part_name(name: object) -> object:
+    return OLD_PART_NAMES.get(name, name) if isinstance(name, str) else name
 
 
 class Baselines(_Rec):
@@ -76,6 +84,8 @@ class Figure(_Rec):
         default=None, description="The items behind the value (for paired comparisons)."
     )
 
+    _current_part = field_validator("part", mode="before")(_part_name)
+
     @property
     def key(self) -> str:
         """The figure's row name in a comparison: ``part.metric[mode]``."""
@@ -95,6 +105,8 @@ class PartInfo(_Rec):
     n_dialogues: int
     n_calls: int = 0
     n_failed: int = 0
+
+    _current_name = field_validator("name", mode="before")(_part_name)
 
 
 class Card(_Rec):

@@ -10,9 +10,9 @@ they give.
 - ``esconv``: the pre-chat emotion type (accuracy) and intensity (MAE) read early in the chat,
   the final intensity (MAE) read at the last seeker turn, and known groups: the AUROC of the
   read change of valence x intensity for ESConv dialogues (all improved) against FailedESConv.
-- ``p4g`` (state understanding): AUROC of the predicted intention for turns that commit to
-  donating against turns that refuse, and of the intention at each dialogue's last persuadee turn
-  for people who then donated (B6 > 0) against those who did not.
+- ``persuasionforgood`` (state understanding): AUROC of the predicted intention for turns that
+  commit to donating against turns that refuse, and of the intention at each dialogue's last
+  persuadee turn for people who then donated (B6 > 0) against those who did not.
 """
 
 from __future__ import annotations
@@ -310,8 +310,8 @@ PARTS: dict[str, PartSpec] = {
         populations=_annomi_sets,
         score=_score_annomi,
     ),
-    "p4g": PartSpec(
-        name="p4g",
+    "persuasionforgood": PartSpec(
+        name="persuasionforgood",
         corpus="persuasionforgood",
         description="commitment vs refusal AUROC, final intention vs donation AUROC",
         populations=_p4g_sets,

@@ -88,8 +88,8 @@ def check_parts(names: Sequence[str]) -> list[str]:
 
 
 def _part_of_corpus(name: str) -> str:
-    """The part that measures corpus ``name`` (any of its names, e.g. ``persuasionforgood``
-    for ``p4g``); ``name`` itself when there is none."""
+    """The part that measures corpus ``name`` (any of its names, e.g. ``p4g`` for
+    ``persuasionforgood``); ``name`` itself when there is none."""
     try:
         corpus = corpora.get(name).name
     except InputError:
