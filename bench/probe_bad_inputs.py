@@ -431,6 +431,39 @@ def _probes() -> list[Probe]:
             "data list --data-dir /nonexistent",
             lambda d: ["data", "list", "--data-dir", f"{d}/nonexistent"],
         ),
+        Probe(
+            "arena run: openai: simulator without a base URL",
+            lambda d: [
+                "arena",
+                "run",
+                arena_config(d, simulator="openai:qwen"),
+                "--db",
+                f"{d}/r.sqlite",
+            ],
+        ),
+        Probe(
+            "tom stats without --db beside an arena runs.sqlite",
+            lambda d: _with_run(d, ["tom", "stats"], db="runs.sqlite"),
+            untouched=lambda d: [d / "runs.sqlite"],
+            check=lambda d, out, err: "tom.sqlite" in err and not (d / "tom.sqlite").exists(),
+        ),
+        Probe(
+            "arena report in a log: no cell cut",
+            lambda d: _with_run(d, ["arena", "report", "--db", f"{d}/ok.sqlite"]),
+            "zero",
+            check=lambda d, out, err: "a/no_cot" in out and "…" not in out,
+        ),
+        Probe(
+            "tom build --task ESC (the arena's task where tom means retrospective/prospective)",
+            lambda d: ["tom", "build", "--task", "ESC", "--out", f"{d}/i.jsonl"],
+            check=lambda d, out, err: "--tom-task must be retrospective or prospective" in err,
+        ),
+        Probe(
+            "chat --help: no '<bool>', no internal note",
+            lambda d: ["chat", "--help"],
+            "zero",
+            check=lambda d, out, err: "<bool>" not in out and "Registered" not in out,
+        ),
     ]
 
 
@@ -438,7 +471,8 @@ def _data() -> str:
     return os.environ.get("COGWM_DATA_DIR", str(Path(__file__).parent.parent / "tests/fixtures"))
 
 
-def _with_run(d: Path, args: list[str]) -> list[str]:
+def _with_run(d: Path, args: list[str], db: str = "ok.sqlite") -> list[str]:
+    """Run the probe config into ``d/db`` first; then ``args``."""
     config = arena_config(d)
     subprocess.run(
         [
@@ -449,7 +483,7 @@ def _with_run(d: Path, args: list[str]) -> list[str]:
             "run",
             config,
             "--db",
-            f"{d}/ok.sqlite",
+            f"{d}/{db}",
             "--no-progress",
         ],
         capture_output=True,
