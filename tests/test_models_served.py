@@ -99,12 +99,12 @@ def new_process() -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("COGWM_API_KEY", "sk-test")
-    new_process()
-    yield
-    new_process()
+    # Fresh tables for this test; the process's own come back afterwards.
+    monkeypatch.setattr(openai_api, "_SERVED", {})
+    monkeypatch.setattr(registry, "_shared", {})
 
 
 def test_other_weights_behind_the_same_name_and_url_miss_the_cache() -> None:
