@@ -90,6 +90,16 @@ def validate(
     label: Annotated[
         str | None, typer.Option("--label", help="Column name in comparisons.", show_default=False)
     ] = None,
+    train_samples: Annotated[
+        Path | None,
+        typer.Option(
+            "--train-samples",
+            help="The samples directory the simulator was trained on (its train.jsonl): with "
+            "--mode predict, adds the share of predicted utterances that repeat a word 8-gram "
+            "of a training utterance, beside the real utterances' share.",
+            show_default=False,
+        ),
+    ] = None,
     resamples: Annotated[
         int, typer.Option("--resamples", min=1, help="Bootstrap resamples per interval.")
     ] = DEFAULT_RESAMPLES,
@@ -144,6 +154,7 @@ def validate(
         label,
         resamples,
         network_preflight,
+        train_samples,
     )
     _measure(model, data_dir, parts, options, out, as_json)
 
@@ -158,6 +169,7 @@ class _Options(NamedTuple):
     label: str | None
     resamples: int
     network_preflight: bool
+    train_samples: Path | None
 
 
 def _measure(
@@ -170,6 +182,7 @@ def _measure(
 ) -> None:
     from cogwm import models
     from cogwm.simulator.validate import DEFAULT_PARTS, build_card, card_json, write_card
+    from cogwm.simulator.validate.memorisation import train_file
     from cogwm.simulator.validate.reader import check_ablation, check_pipeline
     from cogwm.simulator.validate.run import check_modes, check_parts
 
@@ -179,6 +192,10 @@ def _measure(
     check_pipeline(options.pipeline)
     if out is not None and out.exists() and out.is_dir():
         raise InputError(f"--out {out} is a directory")
+    if options.train_samples is not None:
+        train_file(options.train_samples)
+        if "predict" not in options.modes:
+            err_console.print("--train-samples: no --mode predict, so no memorisation figure")
     directory = resolve_data_dir(data_dir)
     preflight_models(
         [("--model", address)], network=options.network_preflight, base_url_option=False
@@ -197,6 +214,7 @@ def _measure(
         modes=options.modes,
         pipeline=options.pipeline,
         label=options.label,
+        train_samples=options.train_samples,
         console=err_console,
     )
     if out is not None:

@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from cogwm.metrics.aggregate import mean_estimate, optional_mean
 from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
+
+if TYPE_CHECKING:
+    from cogwm.simulator.validate.memorisation import NgramIndex
 
 IntArray = npt.NDArray[np.intp]
 Statistic = Callable[[IntArray], float | None]
@@ -354,3 +357,47 @@ def utterance_figures(
         )
     )
     return figures
+
+
+def memorisation_figure(
+    scope: Scope,
+    gold: Sequence[str],
+    predicted: Sequence[str | None],
+    groups: Sequence[Hashable],
+    index: NgramIndex,
+    *,
+    ids: Sequence[str] | None = None,
+) -> Figure:
+    """Share of predicted utterances that share a word n-gram with a training utterance.
+
+    A failed call counts as not memorised (it repeated nothing) and is reported in ``n_failed``.
+    The interval is Wilson's (items are counted, not averaged over dialogues). The baseline,
+    given as ``random`` like Distinct-1's, is the same share for the real held-out utterances of
+    the same items: real people repeat stock phrases too, so only a share clearly above theirs
+    says the simulator memorised its training set.
+    """
+    from statsmodels.stats.proportion import proportion_confint
+
+    hits = [0.0 if p is None else float(index.shares_ngram(p)) for p in predicted]
+    real = [index.shares_ngram(g) for g in gold]
+    baselines = Baselines(random=sum(real) / len(real) if real else None)
+    if not hits:
+        return scope.figure(metric="memorisation", value=None, n=0, baselines=baselines,
+                            higher_is_better=False)  # fmt: skip
+    low, high = proportion_confint(
+        int(sum(hits)), len(hits), alpha=1 - scope.settings.confidence, method="wilson"
+    )
+    return scope.figure(
+        metric="memorisation",
+        value=sum(hits) / len(hits),
+        ci_low=float(low),
+        ci_high=float(high),
+        n=len(hits),
+        n_failed=sum(p is None for p in predicted),
+        baselines=baselines,
+        higher_is_better=False,
+        note=f"share of utterances sharing a word {index.n}-gram with any of "
+        f"{index.n_utterances:,} training utterances ({index.source}); Wilson interval; failed "
+        "calls count as not memorised; random: the real utterances' share",
+        **_rows("mean", ids, groups, [1.0] * len(hits), hits),
+    )

@@ -31,7 +31,12 @@ from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
 from cogwm.simulator.validate.card import Card, Figure, PartInfo
-from cogwm.simulator.validate.figures import Scope, Settings, utterance_figures
+from cogwm.simulator.validate.figures import (
+    Scope,
+    Settings,
+    memorisation_figure,
+    utterance_figures,
+)
 from cogwm.simulator.validate.items import Heldout, Item, Population
 from cogwm.simulator.validate.judges import (
     LAST_TURNS,
@@ -41,6 +46,7 @@ from cogwm.simulator.validate.judges import (
     judge_figures,
     judge_sets,
 )
+from cogwm.simulator.validate.memorisation import NgramIndex, train_file, training_index
 from cogwm.simulator.validate.parts import (
     JUDGES,
     NOT_YET,
@@ -161,6 +167,7 @@ def build_card(
     modes: Sequence[str] = ("understand",),
     pipeline: str = "joint",
     label: str | None = None,
+    train_samples: Path | None = None,
     progress: bool = True,
     console: Console | None = None,
 ) -> Card:
@@ -184,12 +191,15 @@ def build_card(
         pipeline: ``joint`` (the world model's one call) or ``dual`` (the generator + verifier
             baseline; differs in prediction mode only).
         label: Column name in comparisons (default: the address, with the ablation).
+        train_samples: A samples directory whose ``train.jsonl`` the simulator was trained on;
+            given, prediction mode adds the memorisation figure to each part.
         progress: Draw a progress bar on stderr.
         console: Where the bar is drawn.
 
     Raises:
         InputError: Unknown parts or ablation, a bad limit, corpus files that cannot be read,
-            or a part whose every call failed.
+            or a part whose every call failed, or a ``train_samples`` without a readable
+            training file.
     """
     names = check_parts(parts)
     check_ablation(ablation)
@@ -200,6 +210,8 @@ def build_card(
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     modes = check_modes(modes)
+    # Read before the first call (a bad file fails fast) and once for every part.
+    index = _training_index(train_samples, modes)
     runs: list[_Run] = []
     for spec in (PARTS[n] for n in names if n in PARTS):
         populations = spec.populations(data_dir, heldout)
@@ -217,7 +229,7 @@ def build_card(
         )
         verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
     for run, readings in zip(runs, all_readings, strict=True):
-        figures.extend(_score(run, readings, settings))
+        figures.extend(_score(run, readings, settings, index))
         infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     judge_scope = Scope(JUDGES, "judge", settings)
     for name, (split, dialogues) in judged.items():
@@ -264,18 +276,35 @@ def check_modes(modes: Sequence[str]) -> list[Mode]:
     return [m for m in MODES if m in modes]
 
 
-def _score(run: _Run, readings: Mapping[str, Reading], settings: Settings) -> list[Figure]:
-    """The part's figures, plus the utterance tier in prediction mode (on all its items)."""
+def _training_index(train_samples: Path | None, modes: Sequence[Mode]) -> NgramIndex | None:
+    """The training utterances' n-grams where prediction mode has utterances to check."""
+    if train_samples is None:
+        return None
+    if "predict" not in modes:
+        train_file(train_samples)  # still refuse a wrong directory
+        return None
+    return training_index(train_samples)
+
+
+def _score(
+    run: _Run, readings: Mapping[str, Reading], settings: Settings, index: NgramIndex | None
+) -> list[Figure]:
+    """The part's figures, plus the utterance tier in prediction mode (on all its items) and,
+    with a training index, the memorisation figure."""
     scope = Scope(run.spec.name, run.mode, settings)
     figures = run.spec.score(scope, run.sets, readings)
     if run.mode == "predict":
         items = union(run.sets)
-        figures += utterance_figures(
-            scope,
-            [i.utterance for i in items],
-            [readings[i.id].utterance for i in items],
-            [i.dialogue_id for i in items],
-        )
+        gold = [i.utterance for i in items]
+        predicted = [readings[i.id].utterance for i in items]
+        groups = [i.dialogue_id for i in items]
+        figures += utterance_figures(scope, gold, predicted, groups)
+        if index is not None and items:
+            figures.append(
+                memorisation_figure(
+                    scope, gold, predicted, groups, index, ids=[i.id for i in items]
+                )
+            )
     return figures
 
 
