@@ -8,8 +8,8 @@ a cap is reached, calls back whoever stops the run; finished conversations stay 
 The estimate is an upper bound: every conversation runs to ``max_rounds``, every reply uses its
 whole ``max_tokens``, prompts are counted at about four characters a token, and nothing comes
 from the cache. Only the repair call of a structured reply that failed validation is not
-foreseen (one more call each; the fake and well-behaved models need none). Costs come from the models' ``cost_per_1k_prompt`` and ``cost_per_1k_completion``
-options (USD per 1,000 tokens).
+foreseen (one more call each; the fake and well-behaved models need none). Costs come from the
+models' ``cost_per_1k_prompt`` and ``cost_per_1k_completion`` options (USD per 1,000 tokens).
 """
 
 from __future__ import annotations
