@@ -98,7 +98,15 @@ def _handler(service: Service) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def serving(service: Service) -> Iterator[str]:
     """Serve ``service`` on 127.0.0.1 (a free port); yields its base URL (``.../v1``)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(service))
+    with serving_handler(_handler(service)) as url:
+        yield url
+
+
+@contextmanager
+def serving_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on 127.0.0.1 (a free port) in a thread; yields its base URL
+    (``.../v1``) and stops the server afterwards."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

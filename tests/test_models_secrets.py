@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from cogwm.errors import ConfigError
 from cogwm.models import CallRecord, FailureKind, ModelCallError, Sampling, load, recording
+from helpers_agents import serving_handler
 
 FAKE_KEY = "sk-test-DO-NOT-LEAK-8f3a9c1e"
 URL_PASSWORD = "pw-DO-NOT-LEAK-77"
@@ -68,14 +68,8 @@ def _completion(text: str) -> dict:
 
 @pytest.fixture
 def leaky_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _LeakyHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_handler(_LeakyHandler) as url:
+        yield url
 
 
 def test_key_never_leaks(leaky_server, tmp_path, monkeypatch, caplog):

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from cogwm.errors import ConfigError
 from cogwm.models import load, openai_api, registry
 from cogwm.models.types import Message, Sampling
 from cogwm.store import RunStore
+from helpers_agents import serving_handler
 from helpers_arena import Script, config, make_reply
 
 
@@ -82,14 +82,8 @@ def server() -> Iterator[tuple[str, Served]]:
             self.end_headers()
             self.wfile.write(data)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving_handler(Handler) as url:
+        yield url, state
 
 
 def new_process() -> None:

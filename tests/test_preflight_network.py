@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from cogwm.cli.common import EXIT_UNITS_FAILED
 from cogwm.errors import ConfigError
 from cogwm.models.preflight import ModelUse, check_endpoints
+from helpers_agents import serving_handler
 from test_fail_loudly_cli import ARENA, _fake, _items, cogwm, one_error  # noqa: F401
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
@@ -45,14 +45,8 @@ def models_server(status: int = 200) -> Iterator[tuple[str, list[tuple[str, str]
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_handler(Handler) as url:
+        yield url, seen
 
 
 def down_url() -> str:
