@@ -10,6 +10,7 @@ import pytest
 
 from cogwm.errors import InputError
 from cogwm.simulator.train.data import (
+    LazyEncoder,
     encode_all,
     encode_sample,
     load_encoded,
@@ -173,15 +174,61 @@ def test_a_token_partly_unknown_is_not_learned(tokenizer):
 
 @needs_tokenizers
 def test_encoded_samples_round_trip_through_the_cache(tokenizer, tmp_path):
-    encoded, _ = encode_all(_samples(), tokenizer, span_weights("joint", 0.3), 4096)
-    save_encoded(tmp_path / "e.npz", encoded, 30, 2)
-    again, n_read, too_long = load_encoded(tmp_path / "e.npz")
-    assert (n_read, too_long) == (30, 2)
-    assert [e.id for e in again] == [e.id for e in encoded]
-    assert [e.ids for e in again] == [e.ids for e in encoded]
-    # Weights come back as float32 values: what the loss uses anyway.
-    assert all(
-        abs(a - b) < 1e-7
-        for x, y in zip(again, encoded, strict=True)
-        for a, b in zip(x.weights, y.weights, strict=True)
-    )
+    # Catches: a cache file that loses a too-long mark or shifts the samples after it.
+    weights = span_weights("joint", 0.3)
+    encoded = [encode_sample(s, tokenizer, weights, 4096) for s in _samples()]
+    entries = [(7, encoded[0]), (3, None), (12, encoded[1]), (5, encoded[2])]
+    save_encoded(tmp_path / "e.npz", entries)
+    again = load_encoded(tmp_path / "e.npz")
+    assert sorted(again) == [3, 5, 7, 12] and again[3] is None
+    for position, original in entries:
+        if original is None:
+            continue
+        back = again[position]
+        assert back is not None
+        assert (back.id, back.ids) == (original.id, original.ids)
+        # Weights come back as float32 values: what the loss uses anyway.
+        assert all(abs(a - b) < 1e-7 for a, b in zip(back.weights, original.weights, strict=True))
+
+
+@needs_tokenizers
+def test_the_lazy_encoder_tokenizes_a_sample_once_when_asked(tokenizer, tmp_path):
+    # Catches: tokenizing up front, re-tokenizing cached samples, or reading the wrong line.
+    from cogwm.simulator.train.mix import index_samples
+
+    path = FIXTURE_SAMPLES / "train.jsonl"
+    index = index_samples(path)
+    weights = span_weights("joint", 1.0)
+    calls = []
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def __call__(self, *args, **kwargs):
+            calls.append(args[0])
+            return self.inner(*args, **kwargs)
+
+    encoder = LazyEncoder(path, index.offsets, Counting(tokenizer), weights, 4096)
+    assert not calls and not encoder.cache
+    fifth = encoder(5)
+    assert fifth is not None and fifth.id == index.ids[5] == _samples()[5].id
+    assert fifth == encode_sample(_samples()[5], tokenizer, weights, 4096)
+    n_calls = len(calls)
+    assert encoder(5) is fifth and len(calls) == n_calls  # cached
+    assert [p for p, _ in encoder.take_unsaved()] == [5] and encoder.take_unsaved() == []
+    assert encoder.counts() == {
+        "samples_tokenized": 1,
+        "samples_too_long": 0,
+        "samples_without_target": 0,
+    }
+    short = LazyEncoder(path, index.offsets, tokenizer, weights, 60)
+    assert short(0) is None and short.counts()["samples_too_long"] == 1
+    # What a killed run saved is not tokenized again.
+    again = LazyEncoder(path, index.offsets, Counting(tokenizer), weights, 4096)
+    again.preload({5: fifth})
+    calls.clear()
+    assert again(5) is fifth and not calls and again.take_unsaved() == []

@@ -63,6 +63,21 @@ def train(
     max_length: Annotated[
         int, typer.Option(min=16, help="Samples longer than this (tokens) are left out.")
     ] = 2048,
+    corpus_mix: Annotated[
+        str,
+        typer.Option(
+            help="proportional (each corpus as often as its share of the samples) or uniform "
+            "(each draw picks a corpus with equal probability, then its next sample in a seeded "
+            "order without replacement)."
+        ),
+    ] = "proportional",
+    neutral_keep: Annotated[
+        float,
+        typer.Option(
+            help="Keep this seeded fraction (0 < F <= 1) of the samples whose target emotion is "
+            "neutral (DailyDialog's 'no emotion') or explicitly empty."
+        ),
+    ] = 1.0,
     warmup_ratio: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Share of the steps spent warming up.")
     ] = 0.03,
@@ -113,6 +128,10 @@ def train(
         raise ConfigError("cogwm train needs --samples, --base and --out (see --help)")
     if objective not in ("joint", "utt-only"):
         raise ConfigError(f"--objective must be joint or utt-only, not {objective!r}")
+    if corpus_mix not in ("proportional", "uniform"):
+        raise ConfigError(f"--corpus-mix must be proportional or uniform, not {corpus_mix!r}")
+    if not 0 < neutral_keep <= 1:  # NaN fails too
+        raise ConfigError(f"--neutral-keep must be in (0, 1], not {neutral_keep:g}")
     from cogwm.simulator.train.config import TrainConfig
     from cogwm.simulator.train.loop import train as run
 
@@ -127,6 +146,8 @@ def train(
         lr=lr,
         batch_tokens=batch_tokens,
         max_length=max_length,
+        corpus_mix=corpus_mix,
+        neutral_keep=neutral_keep,
         warmup_ratio=warmup_ratio,
         lora_r=lora_r,
         lora_alpha=lora_alpha,

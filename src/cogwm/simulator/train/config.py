@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogwm.simulator.train.data import Objective
+from cogwm.simulator.train.mix import DATA_ORDER, CorpusMix
 
 
 class TrainConfig(BaseModel):
@@ -29,6 +30,18 @@ class TrainConfig(BaseModel):
     max_grad_norm: float = Field(default=1.0, gt=0)
     batch_tokens: int = Field(default=4096, ge=16, description="Padded tokens per batch.")
     max_length: int = Field(default=2048, ge=16, description="Longer samples are left out.")
+    corpus_mix: CorpusMix = Field(
+        default="proportional",
+        description="How draws pick a corpus: proportional to its size, or uniform (each corpus "
+        "equally often; see cogwm.simulator.train.mix).",
+    )
+    neutral_keep: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="Seeded fraction of the no-emotion samples (target emotion neutral or "
+        "explicitly empty) kept in the pool.",
+    )
     lora_r: int = Field(default=16, ge=1)
     lora_alpha: int = Field(default=32, ge=1)
     lora_dropout: float = Field(default=0.05, ge=0, lt=1)
@@ -68,4 +81,7 @@ class TrainConfig(BaseModel):
             },
         )
         fixed["manifest"] = manifest
+        # How draws become batches: a checkpoint of a run that ordered its data otherwise
+        # cannot continue this one's order.
+        fixed["data_order"] = DATA_ORDER
         return hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()[:16]

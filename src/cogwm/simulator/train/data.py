@@ -16,13 +16,13 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from cogwm.errors import InputError
-from cogwm.simulator.samples import Sample, read_samples
+from cogwm.simulator.samples import Sample, parse_sample, read_samples
 
 SPAN_KINDS = ("state", "utterance", "syntax", "unknown")
 Objective = Literal["joint", "utt-only"]
@@ -35,12 +35,17 @@ def read_train_samples(path: Path) -> Iterator[Sample]:
         InputError: A missing or malformed file, or a span outside its target.
     """
     for sample in read_samples(path):
-        for start, end, _ in sample.target_spans:
-            if not 0 <= start <= end <= len(sample.target):
-                raise InputError(
-                    f"{path}: sample {sample.id}: span [{start}, {end}) outside the target"
-                )
+        check_spans(sample, str(path))
         yield sample
+
+
+def check_spans(sample: Sample, where: str) -> None:
+    """Raise :class:`InputError` (naming ``where``) when a span of ``sample`` leaves its target."""
+    for start, end, _ in sample.target_spans:
+        if not 0 <= start <= end <= len(sample.target):
+            raise InputError(
+                f"{where}: sample {sample.id}: span [{start}, {end}) outside the target"
+            )
 
 
 def manifest_hash(samples_dir: Path) -> str:
@@ -163,35 +168,51 @@ def plan_batches(
 ) -> list[list[int]]:
     """Index batches of one epoch: shuffled, length-sorted within buckets, padded size ≤ budget.
 
-    Deterministic in (seed, epoch), so a resumed run sees the same order. A sample longer than
-    the budget forms a batch of its own.
+    Deterministic in (seed, epoch). A sample longer than the budget forms a batch of its own.
+    (The training run batches lazily drawn samples with :func:`pack_batches` window by window;
+    this whole-list plan serves the validation subset.)
     """
     rng = random.Random(f"{seed}:{epoch}")
     order = list(range(len(lengths)))
     rng.shuffle(order)
     batches: list[list[int]] = []
     for first in range(0, len(order), bucket):
-        chunk = sorted(order[first : first + bucket], key=lambda i: lengths[i])
-        current: list[int] = []
-        longest = 0
-        for index in chunk:
-            longest_if_added = max(longest, lengths[index])
-            if current and longest_if_added * (len(current) + 1) > batch_tokens:
-                batches.append(current)
-                current, longest_if_added = [], lengths[index]
-            current.append(index)
-            longest = longest_if_added
-        if current:
-            batches.append(current)
+        batches.extend(pack_batches(order[first : first + bucket], lengths, batch_tokens))
     rng.shuffle(batches)
     return batches
+
+
+def pack_batches(
+    indices: Sequence[int], lengths: Sequence[int] | Mapping[int, int], batch_tokens: int
+) -> list[list[int]]:
+    """``indices`` sorted by length (stably) and cut into batches whose padded size
+    (longest × count) stays within ``batch_tokens``; an over-long sample is a batch of its own."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for index in sorted(indices, key=lambda i: lengths[i]):
+        longest_if_added = max(longest, lengths[index])
+        if current and longest_if_added * (len(current) + 1) > batch_tokens:
+            batches.append(current)
+            current, longest_if_added = [], lengths[index]
+        current.append(index)
+        longest = longest_if_added
+    if current:
+        batches.append(current)
+    return batches
+
+
+#: The layout of the encoding cache files; part of their key, so files of another layout are
+#: never read (version 1 held every sample of the file in one array set).
+ENCODING_FORMAT = "cogwm.encoded/2"
 
 
 def encoding_key(
     samples_file: Path, tokenizer_dir: Path, weights: dict[str, float], max_length: int
 ) -> str:
-    """What the encoding of a samples file depends on: the file, the tokenizer, weights, length."""
-    digest = hashlib.sha256()
+    """What the encoding of a samples file depends on: the file, the tokenizer, weights, length
+    (and the cache layout, :data:`ENCODING_FORMAT`)."""
+    digest = hashlib.sha256(ENCODING_FORMAT.encode())
     stat = samples_file.stat()
     digest.update(f"{samples_file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
@@ -202,33 +223,119 @@ def encoding_key(
     return digest.hexdigest()[:16]
 
 
-def save_encoded(path: Path, encoded: Sequence[Encoded], n_read: int, too_long: int) -> None:
-    """Write encoded samples (flat numpy arrays) atomically, so a restart skips the tokenizer."""
+#: One line of a samples file as the training run holds it: its encoding, or None when the
+#: sample is longer than ``--max-length``.
+Encoding = Encoded | None
+
+
+class LazyEncoder:
+    """Encodes the samples of a file by line position when first asked, and keeps the result.
+
+    A run that trains on a few thousand of a file's samples tokenizes those alone (a SmolLM2
+    tokenizer needs about 2 ms a sample: minutes for a full samples file).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        offsets: Sequence[int],
+        tokenizer: Any,
+        weights: dict[str, float],
+        max_length: int,
+    ) -> None:
+        self.path = path
+        self.offsets = offsets
+        self.tokenizer = tokenizer
+        self.weights = weights
+        self.max_length = max_length
+        self.cache: dict[int, Encoding] = {}
+        self._unsaved: list[int] = []
+
+    def __call__(self, position: int) -> Encoded | None:
+        """The sample at ``position`` if it is trainable (within ``max_length``, with a target
+        token), else None."""
+        encoded = self.encoding(position)
+        return encoded if encoded is not None and encoded.n_target else None
+
+    def encoding(self, position: int) -> Encoding:
+        """The encoding of the sample at ``position`` (None: too long), tokenized once."""
+        if position not in self.cache:
+            self.cache[position] = encode_sample(
+                self._read(position), self.tokenizer, self.weights, self.max_length
+            )
+            self._unsaved.append(position)
+        return self.cache[position]
+
+    def _read(self, position: int) -> Sample:
+        with self.path.open("rb") as handle:
+            handle.seek(self.offsets[position])
+            line = handle.readline().decode("utf-8")
+        sample = parse_sample(line, f"{self.path}: byte {self.offsets[position]}")
+        check_spans(sample, str(self.path))
+        return sample
+
+    def preload(self, entries: dict[int, Encoding]) -> None:
+        """Take encodings read back from the cache files (they are not saved again)."""
+        self.cache.update(entries)
+
+    def take_unsaved(self) -> list[tuple[int, Encoding]]:
+        """The encodings made since the last call, for the next cache file."""
+        taken = [(p, self.cache[p]) for p in self._unsaved]
+        self._unsaved = []
+        return taken
+
+    def counts(self) -> dict[str, int]:
+        """Samples tokenized so far, and how many of them were too long or had no target."""
+        values = list(self.cache.values())
+        return {
+            "samples_tokenized": len(values),
+            "samples_too_long": sum(1 for e in values if e is None),
+            "samples_without_target": sum(1 for e in values if e is not None and not e.n_target),
+        }
+
+
+def save_encoded(path: Path, entries: Sequence[tuple[int, Encoding]]) -> None:
+    """Write encodings by line position (flat numpy arrays) atomically, so a restart skips
+    the tokenizer for them; a too-long sample is stored with length -1."""
     import numpy as np
 
-    lengths = np.array([len(e.ids) for e in encoded], dtype=np.int64)
-    meta = json.dumps({"ids": [e.id for e in encoded], "n_read": n_read, "too_long": too_long})
+    present = [e for _, e in entries if e is not None]
+    lengths = np.array([-1 if e is None else len(e.ids) for _, e in entries], dtype=np.int64)
+    meta = json.dumps(
+        {
+            "format": ENCODING_FORMAT,
+            "positions": [p for p, _ in entries],
+            "sample_ids": [None if e is None else e.id for _, e in entries],
+        }
+    )
     tmp = path.with_name(path.name + ".tmp.npz")
     np.savez(
         tmp,
-        ids=np.fromiter((i for e in encoded for i in e.ids), dtype=np.int32),
-        weights=np.fromiter((w for e in encoded for w in e.weights), dtype=np.float32),
+        ids=np.fromiter((i for e in present for i in e.ids), dtype=np.int32),
+        weights=np.fromiter((w for e in present for w in e.weights), dtype=np.float32),
         lengths=lengths,
         meta=np.array(meta),
     )
     os.replace(tmp, path)
 
 
-def load_encoded(path: Path) -> tuple[list[Encoded], int, int]:
-    """What :func:`save_encoded` wrote: the samples, how many were read, how many too long."""
+def load_encoded(path: Path) -> dict[int, Encoding]:
+    """What :func:`save_encoded` wrote, by line position."""
     import numpy as np
 
     with np.load(path) as data:
         meta = json.loads(str(data["meta"]))
         ids, weights = data["ids"].tolist(), data["weights"].tolist()
-        bounds = np.concatenate([[0], np.cumsum(data["lengths"])]).tolist()
-    encoded = [
-        Encoded(sample_id, ids[start:end], weights[start:end])
-        for sample_id, start, end in zip(meta["ids"], bounds[:-1], bounds[1:], strict=True)
-    ]
-    return encoded, int(meta["n_read"]), int(meta["too_long"])
+        lengths = data["lengths"].tolist()
+    result: dict[int, Encoding] = {}
+    start = 0
+    for position, sample_id, length in zip(
+        meta["positions"], meta["sample_ids"], lengths, strict=True
+    ):
+        if length < 0:
+            result[position] = None
+            continue
+        end = start + length
+        result[position] = Encoded(sample_id, ids[start:end], weights[start:end])
+        start = end
+    return result

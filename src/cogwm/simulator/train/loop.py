@@ -1,10 +1,11 @@
 """The training run: LoRA with AdamW and a linear warmup/decay, checkpointed and resumable.
 
-The run is a pure function of its configuration and data: the batch order of each epoch comes
-from (seed, epoch), and a checkpoint holds the LoRA weights, the optimizer and scheduler states,
-the random generators and the step, so a run killed at any moment and resumed ends with the same
-weights as one that was never interrupted (on one process; with several, each process's dropout
-draws are not restored exactly).
+The run is a pure function of its configuration and data: the batch order comes from the seed,
+``--corpus-mix`` and ``--neutral-keep`` (:mod:`cogwm.simulator.train.mix`), and a checkpoint
+holds the LoRA weights, the optimizer and scheduler states, the random generators and the step
+(the batches are planned again from the seed on resume), so a run killed at any moment and
+resumed ends with the same weights as one that was never interrupted (on one process; with
+several, each process's dropout draws are not restored exactly).
 
 accelerate's ``Accelerator`` places the model, so the same command trains on a CPU, one GPU, or
 several GPUs under ``accelerate launch`` (batches are dealt round-robin to the processes).
@@ -16,7 +17,7 @@ import math
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from cogwm.simulator.train.checkpoint import (
 from cogwm.simulator.train.config import TrainConfig
 from cogwm.simulator.train.data import (
     Encoded,
+    LazyEncoder,
     encode_all,
     encoding_key,
     load_encoded,
@@ -44,6 +46,15 @@ from cogwm.simulator.train.data import (
     save_encoded,
     span_weights,
 )
+from cogwm.simulator.train.mix import (
+    Batch,
+    BatchStream,
+    SampleIndex,
+    draw_order,
+    index_samples,
+    mix_counts,
+    select_pool,
+)
 from cogwm.simulator.train.model import (
     collate,
     load_lora_model,
@@ -52,7 +63,8 @@ from cogwm.simulator.train.model import (
     trainable_state,
 )
 
-#: Encoded samples kept in the output directory while a run is unfinished.
+#: Encoded samples kept in the output directory while a run is unfinished
+#: (``.encoded-<key>-<NNNNNN>.npz``, one file per checkpoint with the samples encoded since).
 ENCODED_PREFIX = ".encoded-"
 
 
@@ -68,35 +80,33 @@ class TrainResult:
 
 
 class StepPlan:
-    """Which samples each global step trains on (per process), from (seed, epoch) alone."""
+    """Which samples each global step trains on (per process): the run's batches
+    (:class:`~cogwm.simulator.train.mix.BatchStream`) dealt round-robin to the processes.
 
-    def __init__(self, lengths: list[int], config: TrainConfig, world: int) -> None:
-        self.lengths = lengths
-        self.config = config
+    With ``--max-steps`` the batches are planned as the steps need them; with ``--epochs`` the
+    step count (which the learning-rate schedule needs) comes from planning every epoch first.
+    """
+
+    def __init__(self, stream: BatchStream, config: TrainConfig, world: int) -> None:
+        self.stream = stream
         self.world = world
-        self._epochs: list[list[list[int]]] = []
-        self._starts: list[int] = [0]  # first global step of each planned epoch
+        self.wrap: int | None = None  # batches of all epochs; later steps' slots wrap round
         if config.max_steps is not None:
             self.total = config.max_steps
         else:
-            while len(self._epochs) < config.epochs:
-                self._plan_next()
-            self.total = self._starts[config.epochs]
+            self.wrap = stream.plan_epochs(config.epochs)
+            self.total = math.ceil(self.wrap / world)
 
-    def _plan_next(self) -> None:
-        epoch = len(self._epochs)
-        batches = plan_batches(self.lengths, self.config.batch_tokens, self.config.seed, epoch)
-        self._epochs.append(batches)
-        self._starts.append(self._starts[-1] + math.ceil(len(batches) / self.world))
+    def batch(self, step: int, rank: int) -> Batch:
+        """The batch of ``step`` for process ``rank``."""
+        index = step * self.world + rank
+        return self.stream.get(index % self.wrap if self.wrap else index)
 
-    def batch(self, step: int, rank: int) -> tuple[int, list[int]]:
-        """The epoch and sample indices of ``step`` for process ``rank``."""
-        while self._starts[-1] <= step:
-            self._plan_next()
-        epoch = next(e for e in range(len(self._epochs)) if self._starts[e + 1] > step)
-        batches = self._epochs[epoch]
-        index = (step - self._starts[epoch]) * self.world + rank
-        return epoch, batches[index % len(batches)]
+    def dealt(self) -> Iterator[int]:
+        """The pool position of every sample the run trains on, in order (all processes)."""
+        for step in range(self.total):
+            for rank in range(self.world):
+                yield from self.batch(step, rank).positions
 
 
 def linear_schedule(total: int, warmup_ratio: float) -> Callable[[int], float]:
@@ -121,33 +131,52 @@ def prepare_out(out: Path, resume: bool) -> None:
         raise ConfigError(f"--out {out} is not empty: add --resume to continue that run")
 
 
-def load_data(
-    config: TrainConfig, tokenizer: Any, tokenizer_dir: Path, write_cache: bool = True
-) -> tuple[list[Encoded], int, int]:
-    """Encoded training samples, how many samples were read, how many were too long.
+@dataclass
+class TrainData:
+    """The samples file's index, the pool drawn from, and the encoder that tokenizes on demand."""
 
-    Tokenizing a large samples file takes minutes, so the result is kept in the output
-    directory until the adapter is saved: a resumed run starts training at once.
+    index: SampleIndex
+    pool: dict[str, list[int]]
+    encoder: LazyEncoder
+    cache_key: str
+
+    def encodings(self, batch: Batch) -> list[Encoded]:
+        """The encoded samples of a planned batch (all trainable, so none is None)."""
+        found = [self.encoder(p) for p in batch.positions]
+        return [e for e in found if e is not None]
+
+
+def load_data(config: TrainConfig, tokenizer: Any, tokenizer_dir: Path) -> TrainData:
+    """Index the training samples, choose the pool, and read back encodings a killed run kept.
+
+    Nothing is tokenized here: samples are tokenized when first drawn (a short run of a large
+    samples file tokenizes only what it trains on). Encodings are kept in the output directory
+    until the adapter is saved, so a resumed run does not tokenize them again.
     """
     samples_file = config.samples / "train.jsonl"
+    index = index_samples(samples_file)
+    pool = select_pool(index, config.neutral_keep, config.seed)
     weights = span_weights(config.objective, config.state_weight)
-    if not samples_file.is_file():
-        raise InputError(f"{samples_file}: file not found")
+    encoder = LazyEncoder(samples_file, index.offsets, tokenizer, weights, config.max_length)
     key = encoding_key(samples_file, tokenizer_dir, weights, config.max_length)
-    cache = config.out / f"{ENCODED_PREFIX}{key}.npz"
-    if cache.is_file():
-        return load_encoded(cache)
-    samples = list(read_train_samples(samples_file))
-    encoded, too_long = encode_all(samples, tokenizer, weights, config.max_length)
-    if not encoded:
-        raise InputError(
-            f"{config.samples}: no sample has a target token to learn within "
-            f"--max-length {config.max_length} ({len(samples)} read, {too_long} too long)"
-        )
-    if write_cache:
-        config.out.mkdir(parents=True, exist_ok=True)
-        save_encoded(cache, encoded, len(samples), too_long)
-    return encoded, len(samples), too_long
+    for path in _cache_files(config.out, key):
+        encoder.preload(load_encoded(path))
+    return TrainData(index, pool, encoder, key)
+
+
+def save_new_encodings(data: TrainData, out: Path) -> None:
+    """Write the encodings made since the last call as the next cache file in ``out``."""
+    entries = data.encoder.take_unsaved()
+    if not entries:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    number = len(_cache_files(out, data.cache_key)) + 1
+    save_encoded(out / f"{ENCODED_PREFIX}{data.cache_key}-{number:06d}.npz", entries)
+
+
+def _cache_files(out: Path, key: str) -> list[Path]:
+    # Six digits exactly: a temporary of a killed write (…npz.tmp.npz) is not a cache file.
+    return sorted(out.glob(f"{ENCODED_PREFIX}{key}-{'[0-9]' * 6}.npz"))
 
 
 def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = True) -> TrainResult:
@@ -178,9 +207,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
         return TrainResult(config.out, base_dir, finished["steps"], finished, None)
     tokenizer: Any = AutoTokenizer.from_pretrained(str(base_dir))
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    encoded, n_read, too_long = load_data(
-        config, tokenizer, base_dir, write_cache=accelerator.is_main_process
-    )
+    data = load_data(config, tokenizer, base_dir)
     manifest = manifest_hash(config.samples)
     run_hash = config.run_hash(manifest)
 
@@ -189,7 +216,17 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     peft_model = load_lora_model(base_dir, config)
     params = [p for p in peft_model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    plan = StepPlan([len(e.ids) for e in encoded], config, accelerator.num_processes)
+    pool_size = sum(len(positions) for positions in data.pool.values())
+    stream = BatchStream(
+        draw_order(data.pool, config.corpus_mix, config.seed),
+        pool_size,
+        data.encoder,
+        config.batch_tokens,
+        config.seed,
+    )
+    plan = StepPlan(stream, config, accelerator.num_processes)
+    if accelerator.is_main_process:
+        save_new_encodings(data, config.out)  # with --epochs, every sample was just tokenized
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, linear_schedule(plan.total, config.warmup_ratio)
     )
@@ -205,6 +242,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     def checkpoint(step: int) -> None:
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
+            save_new_encodings(data, config.out)
             tensors = {
                 "lora": trainable_state(peft_model),
                 "optimizer": optimizer.state_dict(),
@@ -221,16 +259,15 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
 
     with _progress(show_progress and accelerator.is_main_process, plan.total, start) as bar:
         for step in range(start, plan.total):
-            epoch, indices = plan.batch(step, accelerator.process_index)
+            batch = plan.batch(step, accelerator.process_index)
             t0 = time.monotonic()
             loss, tokens = _train_step(
                 module, optimizer, scheduler, accelerator, params, config,
-                collate([encoded[i] for i in indices], pad_id, accelerator.device),
+                collate(data.encodings(batch), pad_id, accelerator.device),
             )  # fmt: skip
             elapsed = time.monotonic() - t0
-            history.append(
-                {"step": step + 1, "epoch": epoch, "loss": loss, "tokens": tokens, "s": elapsed}
-            )
+            record = {"step": step + 1, "epoch": batch.epoch, "loss": loss, "tokens": tokens}
+            history.append({**record, "s": elapsed})
             bar(step + 1, loss, tokens / max(elapsed, 1e-9))
             now = time.monotonic()
             by_steps = config.checkpoint_steps and (step + 1) % config.checkpoint_steps == 0
@@ -240,7 +277,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
                 checkpoint(step + 1)
                 last_checkpoint = now
     accelerator.wait_for_everyone()
-    card = _card(config, base_dir, manifest, run_hash, n_read, too_long, encoded, plan, history)
+    card = _card(config, base_dir, manifest, run_hash, data, plan, history)
     card["wall_s"] = round(prior_wall + time.monotonic() - started, 1)
     card["resumed_from_step"] = start or None
     if accelerator.is_main_process:
@@ -327,9 +364,7 @@ def _card(
     base_dir: Path,
     manifest: str,
     run_hash: str,
-    n_read: int,
-    too_long: int,
-    encoded: list[Encoded],
+    data: TrainData,
     plan: StepPlan,
     history: list[dict[str, float]],
 ) -> dict[str, Any]:
@@ -337,14 +372,7 @@ def _card(
     seconds = sum(h["s"] for h in history)
     tail = history[-max(1, len(history) // 10) :]
     return {
-        "data": {
-            "samples_dir": str(config.samples),
-            "manifest_sha256": manifest,
-            "samples_read": n_read,
-            "samples_too_long": too_long,
-            "samples_used": len(encoded),
-            "target_tokens": sum(e.n_target for e in encoded),
-        },
+        "data": _data_card(config, manifest, data, plan),
         "base": {"spec": config.base, "model_dir": str(base_dir)},
         "hyperparameters": config.model_dump(
             mode="json", exclude={"samples", "base", "out", "cpu", "threads"}
@@ -358,6 +386,28 @@ def _card(
         "final_loss": round(sum(h["loss"] for h in tail) / len(tail), 4) if tail else None,
         "versions": versions(),
         "loss_history": [[int(h["step"]), round(h["loss"], 5)] for h in history],
+    }
+
+
+def _data_card(
+    config: TrainConfig, manifest: str, data: TrainData, plan: StepPlan
+) -> dict[str, Any]:
+    """What the run drew: the pool after --neutral-keep, and the mix it actually trained on."""
+    index = data.index
+    pool = mix_counts(index, (p for positions in data.pool.values() for p in positions))
+    pool["no_emotion_left_out"] = sum(index.no_emotion) - pool["no_emotion"]
+    dealt = list(plan.dealt())
+    used = set(dealt)
+    encodings = [data.encoder(p) for p in used]
+    return {
+        "samples_dir": str(config.samples),
+        "manifest_sha256": manifest,
+        "samples_read": len(index),
+        "pool": pool,
+        "seen": mix_counts(index, dealt),
+        "samples_used": len(used),
+        "target_tokens": sum(e.n_target for e in encodings if e is not None),
+        **data.encoder.counts(),
     }
 
 
