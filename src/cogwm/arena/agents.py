@@ -77,7 +77,7 @@ class EndpointAgent(AgentParticipant):
         task: TaskSpec,
         own_prompt: Prompt,
         *,
-        history_turns: int,
+        history_turns: int | None,
     ):
         super().__init__(
             model, config, task, own_prompt, Condition.NO_COT, history_turns=history_turns
@@ -186,7 +186,7 @@ def build_agent(
     own_prompt: Prompt,
     condition: Condition,
     *,
-    history_turns: int,
+    history_turns: int | None,
     model: Callable[[], Model],
 ) -> Participant:
     """The participant for one conversation of ``config`` (a Python agent's factory is called
@@ -197,7 +197,7 @@ def build_agent(
         task: The conversation's task.
         own_prompt: The agent's own prompt, resolved.
         condition: CoT or not (endpoint and Python agents: no CoT only).
-        history_turns: Turns of history a model or endpoint agent is shown.
+        history_turns: Turns of history a model or endpoint agent is shown (None: all).
         model: Gives the model the agent's calls go through (model and endpoint agents).
     """
     kind = config.kind

@@ -6,21 +6,28 @@ a cap is reached, calls back whoever stops the run; finished conversations stay 
 ``--resume`` continues. The caps count what one invocation spends.
 
 The estimate is an upper bound: every conversation runs to ``max_rounds``, every reply uses its
-whole ``max_tokens``, prompts are counted at about four characters a token, and nothing comes
-from the cache. Only the repair call of a structured reply that failed validation is not
-foreseen (one more call each; the fake and well-behaved models need none). Costs come from the
-models' ``cost_per_1k_prompt`` and ``cost_per_1k_completion`` options (USD per 1,000 tokens).
+whole ``max_tokens`` (a user turn enters the history as its utterance, at most
+``UTTERANCE_CHARS``), each call shows its history window (``cogwm.arena.windows``), prompts are
+counted at about four characters a token, and nothing comes from the cache. Only the repair
+call of a structured reply that failed validation is not foreseen (one more call each; the fake
+and well-behaved models need none). Costs come from the models' ``cost_per_1k_prompt`` and
+``cost_per_1k_completion`` options (USD per 1,000 tokens).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cogwm import tasks
 from cogwm.arena.config import AgentConfig, AgentKind, ArenaConfig, ModelConfig
 from cogwm.arena.judging import JUDGED_TURNS, judge_prompt
-from cogwm.arena.participants import CHARS_PER_TOKEN, COT_OVERHEAD_TOKENS, AgentParticipant
+from cogwm.arena.participants import (
+    CHARS_PER_TOKEN,
+    COT_OVERHEAD_TOKENS,
+    UTTERANCE_CHARS,
+    AgentParticipant,
+)
 from cogwm.arena.prompts import (
     INTENT_DETECTOR,
     PROFILE_ANNOTATOR,
@@ -29,11 +36,14 @@ from cogwm.arena.prompts import (
     SIMULATOR_TURN,
     Prompt,
 )
-from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario
+from cogwm.arena.scenarios import COLD_START_ROUNDS, OpeningTurn, Scenario
 from cogwm.arena.termination import Condition
 from cogwm.arena.units import Unit
 from cogwm.errors import InputError
 from cogwm.models.types import CallRecord
+
+if TYPE_CHECKING:
+    from cogwm.arena.windows import Windows
 
 
 class Budget:
@@ -153,8 +163,14 @@ def _tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def estimate(config: ArenaConfig, units: Sequence[Unit]) -> Estimate:
-    """An upper bound of the calls, tokens and cost of running ``units`` under ``config``."""
+def estimate(
+    config: ArenaConfig, units: Sequence[Unit], windows: Windows | None = None
+) -> Estimate:
+    """An upper bound of the calls, tokens and cost of running ``units`` under ``config``
+    (``windows``: the history windows; default: resolved from the config's whole plan)."""
+    from cogwm.arena.windows import resolve_windows
+
+    windows = windows or resolve_windows(config)
     tallies: dict[str, _Tally] = {}
 
     def tally(role: str, spec: ModelConfig) -> _Tally:
@@ -165,10 +181,11 @@ def estimate(config: ArenaConfig, units: Sequence[Unit]) -> Estimate:
     for scenario in preparations.values():
         _prepare(config, scenario, tally)
     for unit in units:
-        turns = _turn_tokens(config, unit)
+        turns = turn_tokens(config, unit.agent, unit.scenario.opening)
         if unit.agent.kind is not AgentKind.PYTHON:  # a Python agent's calls are its own
-            _agent_calls(config, unit, prompts[unit.agent.name].text, turns, tally)
-        _user_side_calls(config, unit, turns, tally)
+            window = windows.agents[unit.agent.name].turns
+            _agent_calls(config, unit, prompts[unit.agent.name].text, turns, window, tally)
+        _user_side_calls(config, unit, turns, windows.simulator.turns, tally)
     return Estimate(len(units), len(preparations), [t.result() for t in tallies.values()])
 
 
@@ -187,50 +204,82 @@ def _prepare(config: ArenaConfig, scenario: Scenario, tally: _Tallier) -> None:
         )
 
 
-def _turn_tokens(config: ArenaConfig, unit: Unit) -> list[int]:
+def user_turn_tokens(config: ArenaConfig) -> int:
+    """At most how many tokens a simulated user turn adds to the history: its utterance, held
+    to ``UTTERANCE_CHARS`` by the output schema (the state stays out of the history)."""
+    return min(config.simulator.max_tokens, _tokens("x" * UTTERANCE_CHARS))
+
+
+def turn_tokens(
+    config: ArenaConfig, agent: AgentConfig, opening: Sequence[OpeningTurn]
+) -> list[int]:
     """Tokens of every turn of the longest conversation: the opening, then replies that use
-    their whole budget."""
+    their whole budget (an agent's reply, never its reasoning, enters the history)."""
     rounds = config.max_rounds - COLD_START_ROUNDS
-    turns = [_tokens(t.text) for t in unit.scenario.opening]
+    turns = [_tokens(t.text) for t in opening]
     for _ in range(rounds):
-        turns += [unit.agent.max_tokens, config.simulator.max_tokens]
+        turns += [agent.max_tokens, user_turn_tokens(config)]
     return turns
 
 
-def _shown(turns: list[int], seen: int, limit: int) -> int:
-    """Tokens of the history a call shows: the last ``limit`` of the first ``seen`` turns."""
-    return sum(turns[max(0, seen - limit) : seen])
+def shown_tokens(turns: Sequence[int], seen: int, limit: int | None) -> int:
+    """Tokens of the history a call shows: the last ``limit`` of the first ``seen`` turns
+    (``None``: all of them)."""
+    start = 0 if limit is None else max(0, seen - limit)
+    return sum(turns[start:seen])
+
+
+def agent_call_tokens(
+    config: ArenaConfig, agent: AgentConfig, task: str, own_prompt: str, condition: Condition
+) -> tuple[int, int]:
+    """``(system prompt, reply budget)`` tokens of one call of a model or endpoint agent."""
+    own = Prompt(id="own", version=1, text=own_prompt)
+    system = _tokens(AgentParticipant.system_text(tasks.get(task), own, condition))
+    reply = agent.max_tokens
+    if condition is Condition.COT:
+        reply += agent.reasoning_max_tokens + COT_OVERHEAD_TOKENS
+    return system, reply
+
+
+def agent_turns_seen(config: ArenaConfig, opening: int) -> range:
+    """How many turns the agent's calls of the longest conversation have seen, call by call."""
+    return range(opening, opening + 2 * (config.max_rounds - COLD_START_ROUNDS), 2)
 
 
 def _agent_calls(
-    config: ArenaConfig, unit: Unit, own_prompt: str, turns: list[int], tally: _Tallier
+    config: ArenaConfig,
+    unit: Unit,
+    own_prompt: str,
+    turns: list[int],
+    window: int | None,
+    tally: _Tallier,
 ) -> None:
     agent: AgentConfig = unit.agent
-    task = tasks.get(unit.task)
-    own = Prompt(id="own", version=1, text=own_prompt)
-    system = _tokens(AgentParticipant.system_text(task, own, unit.condition))
-    reply = agent.max_tokens
-    if unit.condition is Condition.COT:
-        reply += agent.reasoning_max_tokens + COT_OVERHEAD_TOKENS
-    opening = len(unit.scenario.opening)
+    system, reply = agent_call_tokens(config, agent, unit.task, own_prompt, unit.condition)
     spec = agent.backend()
-    for k in range(config.max_rounds - COLD_START_ROUNDS):
-        shown = _shown(turns, opening + 2 * k, config.history_turns)
-        tally(f"agents.{agent.name}", spec).add(system + shown, reply)
+    for seen in agent_turns_seen(config, len(unit.scenario.opening)):
+        tally(f"agents.{agent.name}", spec).add(system + shown_tokens(turns, seen, window), reply)
 
 
-def _user_side_calls(config: ArenaConfig, unit: Unit, turns: list[int], tally: _Tallier) -> None:
+def simulator_fixed_tokens(scenario: Scenario) -> int:
+    """Tokens of a simulated user turn's prompt besides the history."""
+    return _tokens(SIMULATOR_SYSTEM.text + SIMULATOR_TURN.text + scenario.context)
+
+
+def _user_side_calls(
+    config: ArenaConfig, unit: Unit, turns: list[int], window: int | None, tally: _Tallier
+) -> None:
     """The simulator's turns, the intent detector's checks and the judge's verdict."""
     opening = len(unit.scenario.opening)
     simulator, detector, judge = config.simulator, config.intent_model, config.judge_model
-    fixed = _tokens(SIMULATOR_SYSTEM.text + SIMULATOR_TURN.text + unit.scenario.context)
+    fixed = simulator_fixed_tokens(unit.scenario)
     for k in range(1, config.max_rounds - COLD_START_ROUNDS + 1):
-        shown = _shown(turns, opening + 2 * k - 1, config.history_turns)
+        shown = shown_tokens(turns, opening + 2 * k - 1, window)
         tally("simulator", simulator).add(fixed + shown, simulator.max_tokens)
         round_number = COLD_START_ROUNDS + k
         # As the orchestrator: from intent_from_round on, never at the last round.
         if config.intent_from_round <= round_number < config.max_rounds:
-            shown = _shown(turns, opening + 2 * k, config.history_turns)
+            shown = shown_tokens(turns, opening + 2 * k, window)
             tally("intent_detector", detector).add(
                 _tokens(INTENT_DETECTOR.text) + shown, detector.max_tokens
             )

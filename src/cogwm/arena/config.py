@@ -123,11 +123,33 @@ class ModelConfig(_Section):
         return data
 
 
+#: Turns of history the simulator sees by default: the window the world model is trained on
+#: (``cogwm samples build --history-turns``).
+DEFAULT_SIMULATOR_WINDOW = 8
+
+
 class SimulatorConfig(ModelConfig):
     """The user simulator (temperature 0.3 by default, as in the paper's protocol)."""
 
     temperature: float = Field(default=0.3, ge=0.0)
     max_tokens: int = Field(default=300, ge=1)
+    history_turns: int | None = Field(
+        default=None,
+        ge=2,
+        description="Turns of history the simulator sees (default: the top-level history_turns "
+        f"of older configs, else {DEFAULT_SIMULATOR_WINDOW}, the window the world model is "
+        "trained on).",
+    )
+    context_tokens: int | None = Field(
+        default=None,
+        ge=64,
+        description="The simulator model's context in tokens (default: a llamacpp: model's "
+        "n_ctx; unknown for other backends).",
+    )
+
+    def hashed(self) -> dict[str, Any]:
+        """As any model's, with the window fields when set."""
+        return _without_windows(super().hashed())
 
 
 class AgentKind(StrEnum):
@@ -182,6 +204,19 @@ class AgentConfig(ModelConfig):
     )
     reasoning_max_tokens: int = Field(
         default=200, ge=1, description="The reasoning's own budget under CoT (on top)."
+    )
+    history_turns: int | None = Field(
+        default=None,
+        ge=2,
+        description="Model and endpoint agents: turns of history shown (default: the whole "
+        "conversation when the longest one fits context_tokens, else the most whole turns "
+        "that fit; see cogwm.arena.windows).",
+    )
+    context_tokens: int | None = Field(
+        default=None,
+        ge=64,
+        description="The agent model's context in tokens (default: a llamacpp: model's n_ctx; "
+        "unknown for other backends, whose agents then see the whole conversation).",
     )
 
     @model_validator(mode="before")
@@ -299,12 +334,13 @@ class AgentConfig(ModelConfig):
         import path and the factory's ``version`` attribute (imported here).
         """
         if self.kind is AgentKind.MODEL:
-            data = super().hashed()
+            data = _without_windows(super().hashed())
             # Fields of the other kinds stay out, so a model agent's hash is what it always was.
             for key in _OTHER_KIND_FIELDS:
                 data.pop(key, None)
             return data
         data = self.model_dump(mode="json", exclude={"options", "endpoint", "headers", "cache"})
+        data = _without_windows(data)
         if self.endpoint is not None:
             from cogwm.models.openai_api import endpoint_label
 
@@ -331,7 +367,12 @@ class ArenaConfig(_Section):
         description="First round after which the intent detector runs (at most max_rounds; "
         "equal to it: never).",
     )
-    history_turns: int = Field(default=8, ge=2, description="Turns of history shown to models.")
+    history_turns: int | None = Field(
+        default=None,
+        ge=2,
+        description="Older configs' one window: sets the simulator's and every agent's "
+        "history_turns where they set none (prefer those).",
+    )
     trials: int = Field(
         default=1,
         ge=1,
@@ -402,6 +443,19 @@ class ArenaConfig(_Section):
         return self
 
     @property
+    def simulator_window(self) -> int:
+        """Turns of history the simulator sees (its own setting, the old top-level one, or 8)."""
+        for turns in (self.simulator.history_turns, self.history_turns):
+            if turns is not None:
+                return turns
+        return DEFAULT_SIMULATOR_WINDOW
+
+    def agent_window_setting(self, agent: AgentConfig) -> int | None:
+        """The window an agent's config asks for (its own or the old top-level one); None:
+        chosen by ``cogwm.arena.windows`` (the whole conversation where it fits)."""
+        return agent.history_turns if agent.history_turns is not None else self.history_turns
+
+    @property
     def intent_model(self) -> ModelConfig:
         """The intent detector (default: the simulator's model at temperature 0)."""
         return self.intent_detector or _deterministic(self.simulator, max_tokens=16)
@@ -428,6 +482,20 @@ class ArenaConfig(_Section):
         from cogwm.arena.judging import judge_prompt
 
         return [*fixed_prompts(), judge_prompt(), *self.agent_prompts().values()]
+
+
+#: Fields that decide a model's history window: in the config hash when set, never in the
+#: digests, which hold the window that was used (see ``cogwm.arena.windows``).
+WINDOW_FIELDS = ("history_turns", "context_tokens")
+
+
+def _without_windows(data: dict[str, Any]) -> dict[str, Any]:
+    """A model's hashed fields without its unset window fields, so hashes made before these
+    fields existed stay what they were."""
+    for key in WINDOW_FIELDS:
+        if data.get(key) is None:
+            data.pop(key, None)
+    return data
 
 
 def _deterministic(base: ModelConfig, *, max_tokens: int) -> ModelConfig:
@@ -511,9 +579,12 @@ def hashed_view(config: ArenaConfig) -> dict[str, Any]:
     return data
 
 
-def stored_config(config: ArenaConfig) -> dict[str, Any]:
-    """The config as a run stores it: with the tasks read from files, so reports need no files."""
+def stored_config(config: ArenaConfig, windows: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The config as a run stores it: with the tasks read from files, so reports need no files,
+    and the history windows used (``cogwm.arena.windows.Windows.to_json``)."""
     data = config.model_dump(mode="json")
+    if windows is not None:
+        data["windows"] = windows
     recorded = tasks.file_tasks(config.tasks)
     if recorded:
         data["task_files"] = recorded

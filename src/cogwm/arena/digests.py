@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cogwm import tasks
-from cogwm.arena.config import ArenaConfig
+from cogwm.arena.config import WINDOW_FIELDS, AgentKind, ArenaConfig, ModelConfig
 from cogwm.arena.judging import judge_prompt
 from cogwm.arena.prompts import (
     AGENT_COT,
@@ -32,6 +32,7 @@ from cogwm.arena.prompts import (
 from cogwm.arena.scenarios import Scenario
 from cogwm.arena.termination import Condition
 from cogwm.arena.units import Unit
+from cogwm.arena.windows import Windows, resolve_windows
 from cogwm.models.model import Model
 from cogwm.models.structured import schema_for
 from cogwm.schema.lexicon import valence_table
@@ -80,17 +81,26 @@ def _simulator_schemas(task_name: str) -> list[Any]:
     return [schema_for(state), schema_for(turn)]
 
 
-def prep_digest(config: ArenaConfig, task: str, scenario: Scenario) -> str:
+def _model(spec: ModelConfig) -> dict[str, Any]:
+    """A model's hashed fields without its window settings: the digests hold the window that
+    was used, so a setting that resolves to the same window reruns nothing."""
+    return {k: v for k, v in spec.hashed().items() if k not in WINDOW_FIELDS}
+
+
+def prep_digest(
+    config: ArenaConfig, task: str, scenario: Scenario, windows: Windows | None = None
+) -> str:
     """The digest of a scenario's preparation (profile and initial state)."""
     annotated = config.annotate_profiles and scenario.profile is None
+    simulator_window = config.simulator_window if windows is None else windows.simulator.turns
     return _sha(
         {
             "v": DIGEST_VERSION,
             "seed": config.seed,
             "task": task,
             "scenario": scenario.model_dump(mode="json"),
-            "history_turns": config.history_turns,
-            "simulator": config.simulator.hashed(),
+            "history_turns": simulator_window,
+            "simulator": _model(config.simulator),
             "prompts": [_prompt(SIMULATOR_SYSTEM), _prompt(SIMULATOR_OPENING)],
             "format": format_version(),
             "schemas": _simulator_schemas(task)[:1],
@@ -104,8 +114,10 @@ def prep_digest(config: ArenaConfig, task: str, scenario: Scenario) -> str:
 class Digests:
     """Digests of a config's units and preparations (computed once per run and cached)."""
 
-    def __init__(self, config: ArenaConfig):
+    def __init__(self, config: ArenaConfig, windows: Windows | None = None):
         self.config = config
+        #: The history windows of the run (resolved over all its scenarios when not given).
+        self.windows = windows or resolve_windows(config)
         self._prompts = config.agent_prompts()
         self._preps: dict[tuple[str, str], str] = {}
         self._shared: dict[str, str] = {}
@@ -115,7 +127,7 @@ class Digests:
         """The preparation digest of ``scenario`` (see ``prep_digest``)."""
         key = (task, scenario.id)
         if key not in self._preps:
-            self._preps[key] = prep_digest(self.config, task, scenario)
+            self._preps[key] = prep_digest(self.config, task, scenario, self.windows)
         return self._preps[key]
 
     def _task_part(self, task: str) -> str:
@@ -125,7 +137,7 @@ class Digests:
             self._shared[task] = _sha(
                 {
                     "simulator": [
-                        config.simulator.hashed(),
+                        _model(config.simulator),
                         _prompt(SIMULATOR_SYSTEM),
                         _prompt(SIMULATOR_TURN),
                         format_version(),
@@ -133,7 +145,11 @@ class Digests:
                     ],
                     "intent": [config.intent_model.hashed(), _prompt(INTENT_DETECTOR)],
                     "judge": [config.judge_model.hashed(), _prompt(judge_prompt())],
-                    "limits": [config.max_rounds, config.intent_from_round, config.history_turns],
+                    "limits": [
+                        config.max_rounds,
+                        config.intent_from_round,
+                        self.windows.simulator.turns,
+                    ],
                     "agent_task": _prompt(agent_task_prompt(tasks.get(task))),
                 }
             )
@@ -148,16 +164,21 @@ class Digests:
 
     def _unit(self, unit: Unit) -> str:
         agent = unit.agent
-        return _sha(
-            {
-                "v": DIGEST_VERSION,
-                "prep": self.prep(unit.task, unit.scenario),
-                "task": self._task_part(unit.task),
-                "agent": agent.hashed(),
-                "agent_prompt": _prompt(self._prompts[agent.name]),
-                "cot": _prompt(AGENT_COT) if unit.condition is Condition.COT else None,
-                "condition": unit.condition.value,
-                "trial": unit.trial,
-                "seeds": list(unit.seeds(self.config)),
-            }
-        )
+        data = {
+            "v": DIGEST_VERSION,
+            "prep": self.prep(unit.task, unit.scenario),
+            "task": self._task_part(unit.task),
+            "agent": _model(agent),
+            "agent_prompt": _prompt(self._prompts[agent.name]),
+            "cot": _prompt(AGENT_COT) if unit.condition is Condition.COT else None,
+            "condition": unit.condition.value,
+            "trial": unit.trial,
+            "seeds": list(unit.seeds(self.config)),
+        }
+        window = self.windows.agents[agent.name].turns
+        # Before the agents had a window of their own they saw the simulator's (in "limits"):
+        # the same window adds nothing, so those digests stay what they were. A Python agent is
+        # handed every turn, window or not.
+        if agent.kind is not AgentKind.PYTHON and window != self.windows.simulator.turns:
+            data["agent_window"] = "whole" if window is None else window
+        return _sha(data)

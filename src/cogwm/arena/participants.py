@@ -153,7 +153,7 @@ class SimulatorParticipant:
         config: ModelConfig,
         task: TaskSpec,
         *,
-        history_turns: int,
+        history_turns: int | None,
         setup: UserSetup | None = None,
     ):
         self.model = model
@@ -184,7 +184,7 @@ class SimulatorParticipant:
         history window."""
         bound = setup is self.setup and self._system is not None
         system = self._system if bound and self._system else self._system_message(setup)
-        shown = turns[-self.history_turns :]
+        shown = turns if self.history_turns is None else turns[-self.history_turns :]
         states = states_text(
             next((t.state for t in turns if t.state is not None), None),
             latest_state(turns),
@@ -244,7 +244,7 @@ class AgentParticipant:
         own_prompt: Prompt,
         condition: Condition,
         *,
-        history_turns: int,
+        history_turns: int | None,
     ):
         self.model = model
         self.config = config
@@ -264,8 +264,9 @@ class AgentParticipant:
         return "\n".join(p for p in parts if p)
 
     def messages(self, turns: Sequence[ArenaTurn]) -> list[Message]:
-        """The chat the agent sees: its system prompt, then the turns as user/assistant messages."""
-        shown = turns[-self.history_turns :]
+        """The chat the agent sees: its system prompt, then the turns of its window (``None``:
+        all of them) as user/assistant messages."""
+        shown = turns if self.history_turns is None else turns[-self.history_turns :]
         return [self._system, *(self._message(t) for t in shown)]
 
     def _message(self, turn: ArenaTurn) -> Message:

@@ -39,6 +39,7 @@ from cogwm.arena.scoring import conversation_metrics, user_states
 from cogwm.arena.termination import ConversationStatus, FailureOrigin, Termination
 from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
 from cogwm.arena.units import Shard, Unit, plan_units, shard_units
+from cogwm.arena.windows import Windows, resolve_windows
 from cogwm.errors import CogwmError, ConfigError
 from cogwm.models import Model, load, recording
 from cogwm.models.types import CallRecord, ModelCallError
@@ -110,6 +111,8 @@ class ArenaRunner:
         self._stored_preps = store.preps(run_id)
         self._agent_prompts = config.agent_prompts()
         self._agent_backends = {a.name: a.backend() for a in config.agents}
+        self._agent_windows = {n: w.turns for n, w in self.digests.windows.agents.items()}
+        self._user_window = self.digests.windows.simulator.turns
 
     def model(self, spec: ModelConfig) -> Model:
         """One ``Model`` per distinct address and options (the backend is shared anyway)."""
@@ -162,7 +165,7 @@ class ArenaRunner:
                 self.model(self.config.simulator),
                 self.config.simulator,
                 task,
-                history_turns=self.config.history_turns,
+                history_turns=self.digests.windows.simulator.turns,
             )
             setup = UserSetup(context=scenario.context, profile=profile)
             reading = await simulator.read_state(setup, turns, seed=derive_seed(seed, "opening"))
@@ -254,11 +257,11 @@ class ArenaRunner:
             task,
             self._agent_prompts[unit.agent.name],
             unit.condition,
-            history_turns=config.history_turns,
+            history_turns=self._agent_windows[unit.agent.name],
             model=lambda: self.model(self._agent_backends[unit.agent.name]),
         )
         simulator = SimulatorParticipant(
-            self.model(config.simulator), config.simulator, task, history_turns=config.history_turns
+            self.model(config.simulator), config.simulator, task, history_turns=self._user_window
         )
         detector = IntentDetector(self.model(self.intent_model), self.intent_model, task)
         limits = Limits(max_rounds=config.max_rounds, intent_from_round=config.intent_from_round)
@@ -430,7 +433,13 @@ class OpenedRun(NamedTuple):
 
 
 def open_run(
-    config: ArenaConfig, store: RunStore, *, resume: bool, force: bool, shard: Shard | None
+    config: ArenaConfig,
+    store: RunStore,
+    *,
+    resume: bool,
+    force: bool,
+    shard: Shard | None,
+    windows: Windows | None = None,
 ) -> OpenedRun:
     """The run in ``store`` for ``config``: a new run, or the stored one when resuming.
 
@@ -440,11 +449,13 @@ def open_run(
     """
     digest = config_hash(config)
     prompts = [p.model_dump(mode="json") for p in config.prompts()]
+    # The windows used are stored with the config, for the report.
+    shown = (windows or resolve_windows(config)).to_json()
     stored = store.run()
     if stored is None:
         run_id = store.create_run(
             name=config.name,
-            config=stored_config(config),
+            config=stored_config(config, shown),
             config_hash=digest,
             prompts=prompts,
             git_revision=git_revision(),
@@ -470,7 +481,7 @@ def open_run(
             )
         store.update_run(
             stored.id,
-            config=stored_config(config),
+            config=stored_config(config, shown),
             config_hash=digest,
             prompts=prompts,
             git_revision=git_revision(),
@@ -540,12 +551,14 @@ async def _run_leased(
     load_model: Callable[..., Model],
     budget: Budget | None,
 ) -> RunSummary:
-    units = planned_units(config, shard)
+    everything = planned_units(config)
+    units = shard_units(everything, shard)
+    windows = resolve_windows(config, everything)  # over every shard: one window for all
     await ask_served_models(config, load_model)  # the served model ids enter the digests
     # Opened only once the scenarios are known: a run refused here leaves no run record.
-    opened = open_run(config, store, resume=resume, force=force, shard=shard)
+    opened = open_run(config, store, resume=resume, force=force, shard=shard, windows=windows)
     run_id = opened.id
-    digests = Digests(config)
+    digests = Digests(config, windows)
     current = {u.key: digests.unit(u) for u in units}
     if not opened.config_changed:
         # Rows of a format-1 store have no digest; under the config they ran with, they are

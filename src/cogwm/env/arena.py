@@ -140,7 +140,7 @@ class AsyncArenaEnv:
             scenarios=scenarios,
             max_rounds=config.max_rounds,
             intent_from_round=config.intent_from_round,
-            history_turns=config.history_turns,
+            history_turns=config.simulator_window,
             seed=config.seed,
             **kwargs,
         )
