@@ -56,3 +56,23 @@ def make_tiny_base(root: Path, *, llama: bool = True, seed: int = 0) -> Path:
     )
     LlamaForCausalLM(config).save_pretrained(base)
     return base
+
+
+def make_mixed_samples(root: Path, copies: int = 1) -> Path:
+    """The fixture samples as two corpora (``alpha``: dialogues synth-0 to synth-5, 18 samples
+    with the 3 neutral ones; ``beta``: synth-6 and synth-7, 6 samples), ``copies`` times over
+    (ids suffixed ``~N``), with the fixture's manifest and val.jsonl; return the directory."""
+    out = root / "mixed"
+    out.mkdir()
+    lines = []
+    for copy in range(copies):
+        for line in (FIXTURE_SAMPLES / "train.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            row["corpus"] = "beta" if row["dialogue_id"] in ("synth-6", "synth-7") else "alpha"
+            if copies > 1:
+                row["id"] = f"{row['id']}~{copy}"
+            lines.append(json.dumps(row))
+    (out / "train.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for name in ("manifest.json", "val.jsonl"):
+        (out / name).write_bytes((FIXTURE_SAMPLES / name).read_bytes())
+    return out

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers_train import FIXTURE_SAMPLES, make_tiny_base
+from helpers_train import FIXTURE_SAMPLES, make_mixed_samples, make_tiny_base
 
 pytestmark = pytest.mark.skipif(
     any(
@@ -113,11 +113,9 @@ def test_training_writes_adapter_card_and_curve(uninterrupted):
     }  # fmt: skip
 
 
-def test_kill_9_then_resume_ends_with_the_same_weights(base, uninterrupted, tmp_path):
-    out = tmp_path / "adapter"
-    proc = subprocess.Popen(
-        _args(base, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+def _kill_at_first_checkpoint(args: list[str], out: Path) -> int:
+    """Start a run, kill -9 it once it has a checkpoint; the checkpoint's step."""
+    proc = subprocess.Popen(args, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     latest = out / "checkpoints" / "LATEST"
     deadline = time.monotonic() + 300
     while not latest.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -130,6 +128,12 @@ def test_kill_9_then_resume_ends_with_the_same_weights(base, uninterrupted, tmp_
     killed_at = int(latest.read_text().split("-")[1])
     assert 0 < killed_at < STEPS
     assert list(out.glob(".encoded-*.npz"))  # the resumed run skips the tokenizer
+    return killed_at
+
+
+def test_kill_9_then_resume_ends_with_the_same_weights(base, uninterrupted, tmp_path):
+    out = tmp_path / "adapter"
+    killed_at = _kill_at_first_checkpoint(_args(base, out), out)
 
     other = _run([*_args(base, out, "--resume"), "--lr", "1e-4"])
     assert other.returncode == 2 and "other data or settings" in other.stderr
@@ -168,6 +172,11 @@ def test_bad_options_are_one_line_errors(base, tmp_path, capsys):
         (_args(base, tmp_path / "b")[:4], "needs --samples"),
         ([*_args(tmp_path / "nope", tmp_path / "c")], "not a model directory"),
         ([*_args(base, tmp_path / "d"), "--samples", str(tmp_path)], "not found"),
+        ([*_args(base, tmp_path / "e"), "--corpus-mix", "sqrt"], "--corpus-mix"),
+        ([*_args(base, tmp_path / "f"), "--neutral-keep", "0"], "--neutral-keep"),
+        ([*_args(base, tmp_path / "g"), "--neutral-keep", "1.5"], "--neutral-keep"),
+        ([*_args(base, tmp_path / "h"), "--neutral-keep", "nan"], "--neutral-keep"),
+        ([*_args(base, tmp_path / "i"), "--neutral-keep", "half"], "--neutral-keep"),
     ]
     for args, message in cases:
         code, err, _ = _cli(args, capsys)
@@ -246,3 +255,61 @@ def test_bf16_mixed_precision_reaches_the_training_step(base, tmp_path):
     fp32, bf16 = runs["fp32"], runs["bf16"]
     assert any(not torch.equal(fp32[k], bf16[k]) for k in fp32)
     assert all(torch.isfinite(v).all() for v in bf16.values())
+
+
+MIX = ("--corpus-mix", "uniform", "--neutral-keep", "0.5")
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory) -> Path:
+    return make_mixed_samples(tmp_path_factory.mktemp("samples"))
+
+
+def test_uniform_mix_and_neutral_keep_resume_exactly_after_kill_9(base, mixed, tmp_path):
+    # Catches: a data order that is not a function of the seed and the checkpoint (the resumed
+    # weights would differ), a resume that silently changes the mix, a card without the mix.
+    full = tmp_path / "full"
+    done = _run([*_args(base, full), "--samples", str(mixed), *MIX])
+    assert done.returncode == 0, done.stderr
+    card = json.loads((full / "training_card.json").read_text())
+    pool, seen = card["data"]["pool"], card["data"]["seen"]
+    assert card["hyperparameters"]["corpus_mix"] == "uniform"
+    assert card["hyperparameters"]["neutral_keep"] == 0.5
+    # Of the fixture's 3 neutral samples, seed 11 keeps synth-1:1 and synth-3:0.
+    assert (pool["no_emotion"], pool["no_emotion_left_out"]) == (2, 1)
+    assert pool["by_corpus"] == {"alpha": 17, "beta": 6} and pool["samples"] == 23
+    # beta is a quarter of the pool but half of the draws.
+    assert seen["samples"] == sum(seen["by_corpus"].values()) > 100
+    assert 0.35 < seen["by_corpus"]["beta"] / seen["samples"] < 0.65
+    assert 0 < seen["no_emotion"] < seen["by_corpus"]["alpha"]
+
+    out = tmp_path / "adapter"
+    args = [*_args(base, out), "--samples", str(mixed), *MIX]
+    killed_at = _kill_at_first_checkpoint(args, out)
+    for changed in (("--neutral-keep", "1"), ("--corpus-mix", "proportional")):
+        other = _run([*args, "--resume", *changed])
+        assert other.returncode == 2 and "other data or settings" in other.stderr
+    resumed = _run([*args, "--resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    again = json.loads((out / "training_card.json").read_text())
+    assert again["resumed_from_step"] >= killed_at
+    assert again["loss_history"] == card["loss_history"]
+    assert again["data"]["seen"] == seen
+    import torch
+
+    first, second = _weights(full), _weights(out)
+    assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_a_short_run_tokenizes_only_the_samples_it_draws(base, tmp_path, capsys):
+    # Catches: tokenizing the whole samples file before the first step.
+    samples = make_mixed_samples(tmp_path, copies=30)  # 720 samples
+    out = tmp_path / "adapter"
+    code, err, printed = _cli(
+        [*_args(base, out), "--samples", str(samples), "--max-steps", "2", "--json"], capsys
+    )
+    assert code == 0, err
+    data = json.loads(printed)["data"]
+    assert data["samples_read"] == 720
+    assert data["samples_tokenized"] == 256  # one window of draws
+    assert 0 < data["samples_used"] <= data["seen"]["samples"] < 256
