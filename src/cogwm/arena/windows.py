@@ -78,6 +78,16 @@ class Windows(NamedTuple):
     simulator: Window
     agents: dict[str, Window]
 
+    def describe(self) -> str:
+        """``History shown: simulator last 8 turns; <agent> whole conversation; ...``."""
+        parts = [f"simulator {self.simulator.describe()}"]
+        for name, window in self.agents.items():
+            text = f"{name} {window.describe()}"
+            if window.chosen and window.context_tokens is not None:
+                text += f" (the most that fit its context of {window.context_tokens:,} tokens)"
+            parts.append(text)
+        return "History shown: " + "; ".join(parts) + "."
+
     def to_json(self) -> dict[str, Any]:
         """As stored in the run's config (``windows``)."""
         return {
@@ -96,8 +106,13 @@ class Windows(NamedTuple):
                 {name: Window.from_json(w) for name, w in stored["agents"].items()},
             )
         legacy = Window(int(config.get("history_turns") or 8))
-        agents = [a.get("name", "") for a in config.get("agents", [])]
-        return cls(legacy, {name: legacy for name in agents})
+        return cls(
+            legacy,
+            {
+                str(a.get("name", "")): Window(None) if a.get("python") else legacy
+                for a in config.get("agents", [])
+            },
+        )
 
 
 def context_tokens(spec: ModelConfig, declared: int | None) -> int | None:

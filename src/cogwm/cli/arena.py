@@ -170,11 +170,15 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
 
     from cogwm.arena.budget import estimate
     from cogwm.arena.runner import planned_units
+    from cogwm.arena.units import shard_units
+    from cogwm.arena.windows import resolve_windows
 
-    units = planned_units(config, shard)
+    everything = planned_units(config)
+    units = shard_units(everything, shard)
+    windows = resolve_windows(config, everything)  # as the run: over every shard's scenarios
     arms = Counter((u.task, f"{u.agent.name}/{u.condition.value}") for u in units)
     if as_json:
-        plan = estimate(config, units)
+        plan = estimate(config, units, windows)
         print_json(
             {
                 "conversations": [
@@ -187,6 +191,7 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
                 "calls": plan.calls,
                 "tokens": plan.tokens,
                 "cost_usd": plan.cost_usd,
+                "windows": windows.to_json(),
             }
         )
         return
@@ -196,7 +201,8 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
     for (task, arm), n in arms.items():
         planned.add_row(task, arm, str(n))
     report_console().print(planned)
-    plan = estimate(config, units)
+    report_console().print(windows.describe(), markup=False, highlight=False)
+    plan = estimate(config, units, windows)
     table = Table(title="Planned model calls (upper bound)")
     for column in ("role", "model", "calls", "prompt tokens", "completion tokens", "cost"):
         table.add_column(column, justify="left" if column in ("role", "model") else "right")

@@ -63,6 +63,11 @@ def warnings(report: ArenaReport) -> list[str]:
     return notes
 
 
+def windows_line(report: ArenaReport) -> str | None:
+    """What history the simulator and each agent were shown, in words (None: not recorded)."""
+    return None if report.windows is None else report.windows.describe()
+
+
 def render(report: ArenaReport, console: Console) -> None:
     """Print every table of the report."""
     console.print(
@@ -71,6 +76,9 @@ def render(report: ArenaReport, console: Console) -> None:
         f"{report.calls:,} calls · {report.tokens:,} tokens · ${report.cost_usd:.4f} · "
         f"empty B/D/I = {report.empty}"
     )
+    shown = windows_line(report)
+    if shown is not None:
+        console.print(shown, markup=False, highlight=False)
     for note in warnings(report):
         console.print(f"[yellow]Note:[/yellow] {note}")
     for table in _table6(report):
@@ -108,7 +116,10 @@ def _ranked(report: ArenaReport) -> list[ArmRow]:
 def _table6(report: ArenaReport) -> list[Table]:
     """Table 6 in two parts that fit a terminal: trajectory metrics; dimensions and outcome."""
     first = _arm_table("Agents, trajectory (paper Table 6; 95% CI over scenarios, paired)")
-    for header in ("n", "N̄"):
+    first.caption = (
+        "Left/End: conversations the user left / the intent detector ended before max_rounds"
+    )
+    for header in ("n", "N̄", "Left/End"):
         first.add_column(header, justify="right", overflow="fold")
     trajectory = TABLE6_COLUMNS[:5]
     for header, _, _ in trajectory:
@@ -134,6 +145,7 @@ def _table6(report: ArenaReport) -> list[Table]:
             row.arm,
             n,
             length,
+            f"{row.left_early}/{row.ended_early}",
             *(cell(row.cells.get(name), signed=name in _SIGNED) for _, name, _ in trajectory),
         )
         dims = [
@@ -277,9 +289,13 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
                 "go_pct_by_task": _cells(r.go_by_task),
                 "go_unjudged": r.go_unjudged,
                 "go_pass_k": None if r.go_pass_k is None else r.go_pass_k._asdict(),
+                "left_early": r.left_early,
+                "ended_early": r.ended_early,
+                "endings": r.endings,
             }
             for r in report.arms
         ],
+        "windows": None if report.windows is None else report.windows.to_json(),
         "per_task": [
             {"task": r.task, "arm": r.arm, "n": r.n, "metrics": _cells(r.cells)}
             for r in report.per_task

@@ -11,9 +11,12 @@ import itertools
 import json
 import math
 import statistics
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from cogwm.arena.termination import Termination
+from cogwm.arena.windows import Windows
 from cogwm.metrics.aggregate import (
     CorrelationMatrix,
     CTSComponents,
@@ -100,6 +103,19 @@ class ArmRow(NamedTuple):
     errors: int = 0  # infrastructure failures: excluded from the row, re-run by --resume
     agent_failures: int = 0  # agent failures: included in the row (scored), counted here
     go_pass_k: PassK | None = None  # consistency of GoodOutcome over k trials (k > 1)
+    # How the scored conversations ended (termination -> count): the user leaving and the
+    # detected natural end come before max_rounds.
+    endings: dict[str, int] = {}  # noqa: RUF012 - a NamedTuple default, never mutated
+
+    @property
+    def left_early(self) -> int:
+        """Conversations the simulated user left before ``max_rounds``."""
+        return self.endings.get(Termination.USER_LEFT, 0)
+
+    @property
+    def ended_early(self) -> int:
+        """Conversations the intent detector ended before ``max_rounds``."""
+        return self.endings.get(Termination.NATURAL_END, 0)
 
 
 class TaskRow(NamedTuple):
@@ -134,6 +150,7 @@ class ArenaReport(NamedTuple):
     agent_failures: int = 0
     power: list[PowerRow] = []  # noqa: RUF012 - a NamedTuple default, never mutated
     detect: float | None = None
+    windows: Windows | None = None  # the history the simulator and each agent were shown
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -232,6 +249,7 @@ def arm_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[A
                 errors=data.errors.get(arm, 0),
                 agent_failures=data.agent_failures.get(arm, 0),
                 go_pass_k=pass_k(mine, k),
+                endings=dict(Counter(c.termination for c in mine)),
             )
         )
     return rows
@@ -394,4 +412,5 @@ def build_report(
         agent_failures=sum(data.agent_failures.values()),
         power=power_rows(data, detect),
         detect=detect,
+        windows=Windows.from_stored(config),
     )
