@@ -52,10 +52,12 @@ from cogwm.simulator.build import Source as SampleSource
 from cogwm.simulator.build import build_samples, merge_sources
 from cogwm.simulator.format import WorldModelOutput, build_messages, render_target
 from cogwm.simulator.samples import (
+    EMPTY_EMOTION,
     Sample,
     dialogue_samples,
     dump_sample,
     read_samples,
+    target_emotion,
     task_for_corpus,
     turn_inputs,
     write_samples,
@@ -583,8 +585,28 @@ def test_build_writes_split_files_and_a_manifest(tmp_path: Path) -> None:
     assert esconv["dropped_as_twins"] == {"train": 1} and esconv["twins"] == {"test~train": 1}
     assert "esconv:train:99" not in owners
     assert manifest["provenance"]["emotion"] == {"human": 42, "unknown": 84}
+    # Emotion labels per corpus and split, from the targets (one anxiety turn per dialogue).
+    emotions = {
+        (corpus, split): counts
+        for corpus, described in manifest["corpora"].items()
+        for split, counts in described["emotions"].items()
+    }
+    assert emotions[("esconv", "test")] == {"anxiety": 4}
+    assert sum(n for counts in emotions.values() for n in counts.values()) == 42
     assert manifest["constraints"] == {"intention direction": 42}
     assert json.loads((out / "manifest.json").read_text())["seed"] == 2
+
+
+def test_target_emotion_tells_a_label_an_empty_and_an_unknown_emotion_apart() -> None:
+    # Catches: an unknown emotion (null tagged unknown) counted as "no emotion", or the reverse.
+    sample = _samples(_labelled())[0]
+    assert target_emotion(sample) == "anxiety"
+    unknown = sample.model_copy(
+        update={"target": '{"emotion":null}', "target_spans": [(11, 15, "unknown")]}
+    )
+    assert target_emotion(unknown) is None
+    empty = unknown.model_copy(update={"target_spans": [(11, 15, "state")]})
+    assert target_emotion(empty) == EMPTY_EMOTION
 
 
 def test_build_refuses_a_non_empty_directory_unless_forced(tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ split rule, the counts, the twins dropped, token-length percentiles and the form
 In the manifest, ``dialogues`` counts base dialogues and ``readings`` labelled dialogues (the two
 differ for DailyDialog, read once from each speaker's side); ``twins`` counts dialogues of the
 higher split that have a twin in the lower one (``"test~train"``), ``dropped_as_twins`` the
-dialogues dropped from each lower split.
+dialogues dropped from each lower split; ``emotions`` counts the samples of each split by target
+emotion label (``(none)``: an annotator said there is none; emotions the source says nothing
+about are not counted), what ``cogwm train --neutral-keep`` is chosen from.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from cogwm.simulator.samples import (
     Split,
     dialogue_samples,
     dump_sample,
+    target_emotion,
     task_for_corpus,
 )
 from cogwm.simulator.splits import SPLIT_RULE, SplitPlan, base_id, plan_splits
@@ -211,6 +214,7 @@ class _Tally:
         self.constraints: Counter[str] = Counter()
         self.fitted: Counter[str] = Counter()
         self.intensity_unknown = 0
+        self.emotions: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         self.seen = 0
         self.reservoir: list[Sample] = []
         self._rng = random.Random(seed)
@@ -226,6 +230,9 @@ class _Tally:
         self.fitted.update(set(fitted))
         if '"intensity":null' in sample.target:
             self.intensity_unknown += 1
+        emotion = target_emotion(sample)
+        if emotion is not None:
+            self.emotions[(sample.corpus, sample.split)][emotion] += 1
         self._keep(sample)
 
     def _keep(self, sample: Sample) -> None:
@@ -358,6 +365,7 @@ def _describe_corpus(corpus: str, plan: SplitPlan, tally: _Tally) -> dict[str, A
         "dialogues": {s: len(tally.dialogues[(corpus, s)]) for s in SPLITS},
         "readings": {s: tally.readings[(corpus, s)] for s in SPLITS},
         "samples": {s: tally.samples[(corpus, s)] for s in SPLITS},
+        "emotions": {s: dict(sorted(tally.emotions[(corpus, s)].items())) for s in SPLITS},
         "twins": plan.twins,
         "dropped_as_twins": dict(Counter(plan.dropped.values())),
     }

@@ -18,6 +18,7 @@ labels (:func:`cogwm.annotate.human.labelled_dialogues`) or LLM annotations
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -289,6 +290,27 @@ def shown_text(text: str) -> str:
     """A corpus turn as the simulator is shown it: stripped, as the arena shows its cold start
     (``cogwm.arena.scenarios.cold_start``), so the two prompts are the same bytes."""
     return text.strip() or "..."
+
+
+#: How :func:`target_emotion` names an emotion an annotator said is absent (``null`` tagged
+#: ``state`` in the target), as opposed to one the source says nothing about.
+EMPTY_EMOTION = "(none)"
+_NULL_EMOTION = '{"emotion":null'
+
+
+def target_emotion(sample: Sample) -> str | None:
+    """The emotion label of a sample's target: its label, :data:`EMPTY_EMOTION` when an annotator
+    said there is none, None when the source says nothing (``null`` tagged ``unknown``)."""
+    if sample.target.startswith(_NULL_EMOTION):
+        at = len(_NULL_EMOTION) - len("null")
+        stated = any(s <= at < e and tag == "state" for s, e, tag in sample.target_spans)
+        return EMPTY_EMOTION if stated else None
+    try:
+        emotion = json.loads(sample.target).get("emotion")
+    except (ValueError, AttributeError):
+        return None
+    label = emotion.get("label") if isinstance(emotion, dict) else None
+    return label if isinstance(label, str) else None
 
 
 def provenance(partial: PartialState) -> dict[str, Provenance]:

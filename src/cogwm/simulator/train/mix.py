@@ -31,7 +31,6 @@ options and the samples file: a resumed run plans the same batches again.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cogwm.errors import InputError
-from cogwm.simulator.samples import Sample, parse_sample
+from cogwm.simulator.samples import EMPTY_EMOTION, Sample, parse_sample, target_emotion
 from cogwm.simulator.train.data import Encoded, check_spans, pack_batches
 
 CorpusMix = Literal["proportional", "uniform"]
@@ -54,8 +53,6 @@ WINDOW = 256
 #: How draws become batches; part of the run hash, so a checkpoint of a run that ordered its
 #: data otherwise (whole-epoch length buckets before this) is refused on resume.
 DATA_ORDER = f"cogwm.data-order/2:window-{WINDOW}"
-
-_EMPTY_EMOTION = '{"emotion":null'
 
 
 @dataclass(frozen=True)
@@ -74,14 +71,7 @@ class SampleIndex:
 
 def is_no_emotion(sample: Sample) -> bool:
     """True when the sample's target emotion is ``neutral`` or an explicit empty emotion."""
-    if sample.target.startswith(_EMPTY_EMOTION):
-        at = len(_EMPTY_EMOTION) - len("null")
-        return any(s <= at < e and tag == "state" for s, e, tag in sample.target_spans)
-    try:
-        emotion = json.loads(sample.target).get("emotion")
-    except (ValueError, AttributeError):
-        return False
-    return isinstance(emotion, dict) and emotion.get("label") == NO_EMOTION_LABEL
+    return target_emotion(sample) in (NO_EMOTION_LABEL, EMPTY_EMOTION)
 
 
 def index_samples(path: Path) -> SampleIndex:
