@@ -128,12 +128,14 @@ def train(
         raise ConfigError("cogwm train needs --samples, --base and --out (see --help)")
     if objective not in ("joint", "utt-only"):
         raise ConfigError(f"--objective must be joint or utt-only, not {objective!r}")
-    if corpus_mix not in ("proportional", "uniform"):
-        raise ConfigError(f"--corpus-mix must be proportional or uniform, not {corpus_mix!r}")
-    if not 0 < neutral_keep <= 1:  # NaN fails too
-        raise ConfigError(f"--neutral-keep must be in (0, 1], not {neutral_keep:g}")
     from cogwm.simulator.train.config import TrainConfig
     from cogwm.simulator.train.loop import train as run
+    from cogwm.simulator.train.mix import CORPUS_MIXES
+
+    if corpus_mix not in CORPUS_MIXES:
+        raise ConfigError(f"--corpus-mix must be {' or '.join(CORPUS_MIXES)}, not {corpus_mix!r}")
+    if not 0 < neutral_keep <= 1:  # NaN fails too
+        raise ConfigError(f"--neutral-keep must be in (0, 1], not {neutral_keep:g}")
 
     config = TrainConfig(
         samples=samples,
