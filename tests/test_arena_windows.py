@@ -233,3 +233,15 @@ def test_the_dry_run_states_the_windows_and_a_window_that_cannot_fit_is_one_erro
     line = one_error(capsys, "arena", "run", str(path), "--db", str(db))
     assert "agents.0 (warm): not even 2 turns fit the context of 100 tokens" in line
     assert not db.exists()
+
+
+def test_runs_stored_before_the_windows_report_the_one_window_they_used() -> None:
+    # Catches: a report of an older run claimed the new defaults (agents shown the whole
+    # conversation) for agents that saw the top-level history_turns; Python agents saw it all.
+    from cogwm.arena.windows import Windows
+
+    stored = {"history_turns": 20, "agents": [{"name": "a"}, {"name": "p", "python": "m:f"}]}
+    windows = Windows.from_stored(stored)
+    assert windows.describe() == (
+        "History shown: simulator last 20 turns; a last 20 turns; p whole conversation."
+    )

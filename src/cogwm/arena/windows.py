@@ -23,6 +23,7 @@ windows where the sections set none, so their results and digests stay what they
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -101,9 +102,13 @@ class Windows(NamedTuple):
         every model the top-level ``history_turns`` (8 by default)."""
         stored = config.get("windows")
         if stored:
+            agents = stored["agents"]
+            # In the config's order (the stored JSON may have its keys sorted).
+            names = [a.get("name") for a in config.get("agents", []) if a.get("name") in agents]
+            names += [name for name in agents if name not in names]
             return cls(
                 Window.from_json(stored["simulator"]),
-                {name: Window.from_json(w) for name, w in stored["agents"].items()},
+                {name: Window.from_json(agents[name]) for name in names},
             )
         legacy = Window(int(config.get("history_turns") or 8))
         return cls(
@@ -188,10 +193,11 @@ def _fit(
     whole = peak(None)
     if whole <= context:
         return Window(None, context, whole)
-    for turns in range(longest - 1, minimum - 1, -1):
-        needed = peak(turns)
-        if needed <= context:
-            return Window(turns, context, needed, chosen=True)
+    # The peak grows with the window: the largest that fits is found by bisection.
+    fits = bisect.bisect_right(range(minimum, longest), False, key=lambda t: peak(t) > context)
+    if fits:
+        turns = minimum + fits - 1
+        return Window(turns, context, peak(turns), chosen=True)
     raise ConfigError(
         f"{key}: not even {minimum} turns fit the context of {context:,} tokens "
         f"({peak(minimum):,} needed); raise context_tokens (or n_ctx) or lower max_tokens"
