@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,28 @@ def test_merge_input_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="holds no run"):
         merge_stores(tmp_path / "new.sqlite", [tmp_path / "empty.sqlite"])
     assert not (tmp_path / "new.sqlite").exists()
+
+
+def test_background_checkpoints_move_the_wal_into_the_database_off_the_writer(
+    tmp_path: Path,
+) -> None:
+    # Catches: the commit that found the WAL over 1,000 pages checkpointed it itself and waited
+    # for the fsyncs, stalling the arena's event loop with it.
+    db = tmp_path / "runs.sqlite"
+    store, run_id = _store(db)
+    conversation = store.start_conversation(run_id, UNIT)
+    before = db.stat().st_size
+    with store.background_checkpoints(every_s=0.01):
+        assert store.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        for i in range(1500):  # over 1,000 pages of WAL, one commit each
+            store.add_turn(
+                conversation, idx=i, round=1, role="agent", phase="simulated", text="x" * 3000
+            )
+        # The checkpoint thread copies the pages into the database file (this connection no
+        # longer checkpoints at all).
+        deadline = time.monotonic() + 10
+        while db.stat().st_size < before + 1000 * 3000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert db.stat().st_size >= before + 1000 * 3000
+    assert store.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000  # restored
+    store.close()

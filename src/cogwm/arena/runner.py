@@ -515,7 +515,7 @@ async def run_arena(
     store.acquire_lease()
     heartbeat = asyncio.create_task(_heartbeat(store))
     try:
-        with steady_collector():
+        with steady_collector(), store.background_checkpoints():
             return await _run_leased(
                 config,
                 store,

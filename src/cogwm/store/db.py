@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -119,6 +120,8 @@ class StoreBusyError(InputError):
 LEASE_STALE_S = 30.0
 #: How often a writer refreshes its lease.
 HEARTBEAT_S = 5.0
+#: How often ``RunStore.background_checkpoints`` checkpoints the WAL.
+CHECKPOINT_EVERY_S = 0.25
 
 
 def _pid_alive(pid: int) -> bool:
@@ -281,6 +284,33 @@ class RunStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def background_checkpoints(self, every_s: float = CHECKPOINT_EVERY_S) -> Iterator[None]:
+        """Checkpoint the WAL from a thread of its own while the block runs.
+
+        SQLite otherwise checkpoints in whichever commit finds the WAL over 1,000 pages, and that
+        commit waits for the checkpoint's fsyncs (milliseconds to tens of them); on the event
+        loop, so does every conversation in flight. A passive checkpoint on another connection
+        never blocks this one's commits, and a killed process leaves the same behind (the WAL
+        holds every commit).
+        """
+        if self.read_only:
+            yield
+            return
+        stop = threading.Event()
+        worker = threading.Thread(
+            target=_checkpoint_until, args=(self.path, stop, every_s), name="cogwm-checkpoint"
+        )
+        (pages,) = self.db.execute("PRAGMA wal_autocheckpoint").fetchone()
+        self.db.execute("PRAGMA wal_autocheckpoint=0")
+        worker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            worker.join()
+            self.db.execute(f"PRAGMA wal_autocheckpoint={int(pages)}")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -635,6 +665,17 @@ class RunStore:
             "SELECT name, detail FROM metrics WHERE conversation_id = ?", (conversation_id,)
         )
         return {name: detail for name, detail in rows}
+
+
+def _checkpoint_until(path: Path, stop: threading.Event, every_s: float) -> None:
+    """Passive WAL checkpoints of the store at ``path`` every ``every_s`` until ``stop``."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout=10000")
+        while not stop.wait(every_s):
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    finally:
+        db.close()
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
