@@ -128,11 +128,19 @@ class ArenaRunner:
         return self._models[key]
 
     async def aclose(self) -> None:
-        """Release model clients."""
+        """Stop preparations no conversation waits for any more and release model clients."""
+        for prep in self._preps.values():
+            prep.cancel()  # a no-op on finished ones
+        # Also retrieves the failure of one made ahead for a unit that never started.
+        await asyncio.gather(*self._preps.values(), return_exceptions=True)
         for model in self._models.values():
             await model.aclose()
 
     # ------------------------------------------------------------------- scenario preparation
+
+    def prepare_ahead(self, unit: Unit) -> None:
+        """Start the preparation of ``unit``'s scenario now, before the unit starts."""
+        self.prep(tasks.get(unit.task), unit.scenario)
 
     def prep(self, task: TaskSpec, scenario: Scenario) -> asyncio.Task[Prep]:
         """The (shared) preparation of a scenario; started once, awaited by every agent on it.
@@ -621,8 +629,13 @@ async def _run_all(
 ) -> None:
     limit = asyncio.Semaphore(concurrency)
 
-    async def one(unit: Unit) -> None:
+    async def one(index: int, unit: Unit) -> None:
         async with limit:
+            # The unit that will take a slot about when this one ends has its scenario prepared
+            # meanwhile. Units come scenario by scenario, so preparing only when a unit starts
+            # made every slot wait for a preparation whenever the run reached new scenarios.
+            if index + concurrency < len(units):
+                runner.prepare_ahead(units[index + concurrency])
             try:
                 await runner.run_unit(unit)
             except Exception as exc:  # the store could not even record the failure
@@ -631,7 +644,7 @@ async def _run_all(
                 runner.progress.on_conversation(failed=True)
 
     async with asyncio.TaskGroup() as group:
-        started = [group.create_task(one(unit)) for unit in units]
+        started = [group.create_task(one(i, unit)) for i, unit in enumerate(units)]
         if budget is not None:
 
             def stop() -> None:
