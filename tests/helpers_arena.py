@@ -8,14 +8,19 @@ lets a test end conversations at chosen rounds, or fail chosen calls.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cogwm.models import register_fake
-from cogwm.models.types import BackendError, FailureKind, Message, Sampling
+from cogwm.models.types import BackendError, BackendRequest, FailureKind, Message, Sampling
+
+if TYPE_CHECKING:
+    from cogwm.arena.runner import RunSummary
 from cogwm.schema.lexicon import DEFAULT_VALENCES
 
 LABELS = sorted(DEFAULT_VALENCES)
@@ -166,3 +171,29 @@ def config(**overrides: Any) -> dict[str, Any]:
     }
     raw.update(overrides)
     return raw
+
+
+def run_recording(
+    db: Path, raw: dict[str, Any], **kwargs: Any
+) -> tuple[RunSummary, list[BackendRequest]]:
+    """Run the arena config ``raw`` into the store ``db`` (``kwargs``: to ``run_arena``); also
+    every request its fake models received."""
+    from cogwm.arena.config import parse_config
+    from cogwm.arena.runner import run_arena
+    from cogwm.models import load
+    from cogwm.models.fake import FakeBackend
+    from cogwm.store import RunStore
+
+    backends: list[FakeBackend] = []
+
+    def tracked(spec: str, **options: Any) -> Any:
+        model = load(spec, **options)
+        assert isinstance(model.backend, FakeBackend)
+        backends.append(model.backend)
+        return model
+
+    with RunStore(db) as store:
+        summary = asyncio.run(
+            run_arena(parse_config(raw), store, show_progress=False, load_model=tracked, **kwargs)
+        )
+    return summary, [r for b in backends for r in b.requests]

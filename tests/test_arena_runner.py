@@ -24,7 +24,7 @@ from cogwm.models import unregister_fake
 from cogwm.models.types import Message, Sampling
 from cogwm.report import build_report, load_run
 from cogwm.store import RunStore, merge_stores
-from helpers_arena import FAKE_NAME, Script, config, make_reply, register
+from helpers_arena import FAKE_NAME, Script, config, make_reply, register, run_recording
 
 # 2 tasks x 2 scenarios x (warm: no_cot + cot, cold: no_cot) = 12 units.
 UNITS = 12
@@ -374,23 +374,10 @@ def test_an_agent_that_breaks_its_format_is_scored_and_counted_against_it(
 
 def _simulator_seeds(raw: dict[str, Any], db: Path) -> set[int]:
     """The distinct seeds of the simulated user's turn calls in a run of ``raw``."""
-    from cogwm.models import load
-    from cogwm.models.fake import FakeBackend
-
-    backends: list[FakeBackend] = []
-
-    def tracked(spec: str, **options: Any) -> Any:
-        model = load(spec, **options)
-        assert isinstance(model.backend, FakeBackend)
-        backends.append(model.backend)
-        return model
-
-    with RunStore(db) as store:
-        asyncio.run(run_arena(parse_config(raw), store, show_progress=False, load_model=tracked))
+    _, requests = run_recording(db, raw)
     return {
         r.sampling.seed or 0
-        for b in backends
-        for r in b.requests
+        for r in requests
         if "Give your new state and your reply." in r.messages[-1].content
     }
 

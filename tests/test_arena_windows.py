@@ -4,8 +4,6 @@ report states them beside how many users left early."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +12,15 @@ import pytest
 from cogwm.arena.config import parse_config
 from cogwm.arena.digests import Digests
 from cogwm.arena.prompts import AGENT_PERSONAS
-from cogwm.arena.runner import RunSummary, planned_units, run_arena
+from cogwm.arena.runner import RunSummary, planned_units
 from cogwm.arena.windows import resolve_windows
 from cogwm.errors import ConfigError
-from cogwm.models import load, unregister_fake
-from cogwm.models.fake import FakeBackend
 from cogwm.models.types import Message
 from cogwm.report import build_report, load_run, render, to_json
 from cogwm.store import RunStore
-from helpers_arena import FAKE_NAME, Script, config, register
+from helpers_arena import FAKE_NAME, Script, config, register, run_recording
 from helpers_cli import cogwm
+from test_arena_agents import _isolated_cache, script  # noqa: F401 - the fixtures
 from test_fail_loudly_cli import ARENA, one_error
 
 MAX_ROUNDS = 8
@@ -31,16 +28,7 @@ SIMULATED = MAX_ROUNDS - 2  # rounds after the two of the cold start
 OPENING = 5  # turns of the built-in ESC cold starts
 SIMULATOR_ASKS = "Give your new state and your reply."
 
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture
-def script() -> Iterator[Script]:
-    yield register(Script())
-    unregister_fake(FAKE_NAME)
+pytestmark = pytest.mark.usefixtures("script")  # the scripted fake, registered for each test
 
 
 def _raw(**overrides: Any) -> dict[str, Any]:
@@ -52,20 +40,9 @@ def _raw(**overrides: Any) -> dict[str, Any]:
 
 
 def _run(db: Path, raw: dict[str, Any], **kwargs: Any) -> tuple[RunSummary, list[list[Message]]]:
-    """Run ``raw``; also every request the fake models received."""
-    backends: list[FakeBackend] = []
-
-    def tracked(spec: str, **options: Any) -> Any:
-        model = load(spec, **options)
-        assert isinstance(model.backend, FakeBackend)
-        backends.append(model.backend)
-        return model
-
-    with RunStore(db) as store:
-        summary = asyncio.run(
-            run_arena(parse_config(raw), store, show_progress=False, load_model=tracked, **kwargs)
-        )
-    return summary, [r.messages for b in backends for r in b.requests]
+    """Run ``raw``; also the messages of every request the fake models received."""
+    summary, requests = run_recording(db, raw, **kwargs)
+    return summary, [r.messages for r in requests]
 
 
 def _simulator_turns_shown(requests: list[list[Message]]) -> list[int]:
@@ -90,7 +67,7 @@ def _report(db: Path) -> dict[str, Any]:
 
 
 def test_the_simulator_sees_at_most_its_window_and_agents_the_whole_conversation(
-    tmp_path: Path, script: Script
+    tmp_path: Path,
 ) -> None:
     # Catches: one history_turns for every model, so the simulator and the agents saw the same
     # window (an agent cut to the simulator's trained 8 turns, or the simulator shown more
@@ -110,7 +87,7 @@ def test_the_simulator_sees_at_most_its_window_and_agents_the_whole_conversation
 
 
 def test_a_small_context_forces_a_window_and_the_report_says_so(
-    tmp_path: Path, script: Script, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Catches: an agent whose model cannot hold the longest conversation was shown all of it
     # (its late calls would overflow the context and fail), or cut without the report saying.
@@ -134,7 +111,7 @@ def test_a_small_context_forces_a_window_and_the_report_says_so(
     assert "simulator last 8 turns" in out and "warm whole conversation" in out
 
 
-def test_a_window_set_beyond_the_context_is_a_config_error(script: Script) -> None:
+def test_a_window_set_beyond_the_context_is_a_config_error() -> None:
     # Catches: a window that cannot fit was used anyway (the late calls overflow the context).
     raw = _raw()
     raw["agents"][1].update(context_tokens=600, history_turns=14)
@@ -152,7 +129,7 @@ def _digests(raw: dict[str, Any]) -> dict[str, str]:
     return {u.key: digests.unit(u) for u in planned_units(config)}
 
 
-def test_a_changed_window_changes_the_unit_digests(script: Script) -> None:
+def test_a_changed_window_changes_the_unit_digests() -> None:
     # Catches: the digests held one history_turns, so changing a window left finished
     # conversations current and --resume --force reused results made with the old window.
     base = _digests(_raw())
@@ -168,7 +145,7 @@ def test_a_changed_window_changes_the_unit_digests(script: Script) -> None:
     assert _digests(roomy) == base
 
 
-def test_the_old_single_window_sets_both_and_keeps_its_digests(script: Script) -> None:
+def test_the_old_single_window_sets_both_and_keeps_its_digests() -> None:
     # Catches: older configs' top-level history_turns stopped applying to the agents (their
     # stored conversations would be rerun, or compared with runs under other windows).
     old = _raw(history_turns=6)
@@ -182,9 +159,7 @@ def test_the_old_single_window_sets_both_and_keeps_its_digests(script: Script) -
     assert _digests(both) == _digests(old)
 
 
-def test_resume_reruns_exactly_the_units_whose_window_changed(
-    tmp_path: Path, script: Script
-) -> None:
+def test_resume_reruns_exactly_the_units_whose_window_changed(tmp_path: Path) -> None:
     # Catches: a changed agent window resumed without --force, or reran every conversation
     # (or none) instead of that agent's.
     db = tmp_path / "r.sqlite"
@@ -200,12 +175,9 @@ def test_resume_reruns_exactly_the_units_whose_window_changed(
 def test_the_report_counts_the_users_who_left_early(tmp_path: Path) -> None:
     # Catches: the report gave no per-agent count of conversations that ended before
     # max_rounds, so a world-model simulator that walks out of most of them looked the same.
-    register(Script(leave_at=2))
-    try:
-        db = tmp_path / "r.sqlite"
-        _run(db, _raw())
-    finally:
-        unregister_fake(FAKE_NAME)
+    register(Script(leave_at=2))  # in place of the fixture's (which unregisters it after)
+    db = tmp_path / "r.sqlite"
+    _run(db, _raw())
     arms = {a["arm"]: a for a in _report(db)["agents"]}
     assert {a: (r["left_early"], r["ended_early"]) for a, r in arms.items()} == {
         "warm/no_cot": (1, 0),
@@ -219,7 +191,7 @@ WINDOWED = ARENA.replace("history_turns = 20\n", "") + "context_tokens = {contex
 
 
 def test_the_dry_run_states_the_windows_and_a_window_that_cannot_fit_is_one_error_line(
-    tmp_path: Path, script: Script, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Catches: the plan was priced with one window for every model and never said which
     # history each agent would be shown; a context too small failed mid-run instead of at once.
