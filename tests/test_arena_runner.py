@@ -217,23 +217,20 @@ def test_api_keys_never_reach_the_store(
         assert secret.encode() not in path.read_bytes()
 
 
-def test_profile_annotator_is_used_when_asked(tmp_path: Path, script: Script) -> None:
+def test_profile_annotator_is_used_when_asked(
+    tmp_path: Path, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from cogwm.arena.scenarios import Scenario, builtin_scenarios
 
     # Built-in scenarios carry profiles; without one the runner annotates or uses the default.
     bare = [s.model_copy(update={"profile": None}) for s in builtin_scenarios("ESC")[:2]]
-    import cogwm.arena.runner as runner_module
 
     def no_profile(task: Any, count: int, source: Any, **_: Any) -> list[Scenario]:
         return bare[:count]
 
-    original = runner_module.select_scenarios
-    runner_module.select_scenarios = no_profile  # type: ignore[assignment]
-    try:
-        _run(tmp_path / "a.sqlite", config(tasks=["ESC"], annotate_profiles=True))
-        _run(tmp_path / "n.sqlite", config(tasks=["ESC"]))
-    finally:
-        runner_module.select_scenarios = original
+    monkeypatch.setattr("cogwm.arena.runner.select_scenarios", no_profile)
+    _run(tmp_path / "a.sqlite", config(tasks=["ESC"], annotate_profiles=True))
+    _run(tmp_path / "n.sqlite", config(tasks=["ESC"]))
     for name, source in (("a.sqlite", "annotator"), ("n.sqlite", "default")):
         with RunStore(tmp_path / name) as store:
             assert {c.profile_source for c in store.conversations()} == {source}
