@@ -217,3 +217,11 @@ def test_runs_stored_before_the_windows_report_the_one_window_they_used() -> Non
     assert windows.describe() == (
         "History shown: simulator last 20 turns; a last 20 turns; p whole conversation."
     )
+
+
+def test_a_window_on_a_python_agent_is_a_config_error() -> None:
+    # Catches: a window set on a Python agent was accepted and silently did nothing.
+    raw = _raw()
+    raw["agents"][1] = {"name": "py", "python": "helpers_agents:EchoAgent", "history_turns": 4}
+    with pytest.raises(ConfigError, match=r"agents\.1\.history_turns: a python agent is handed"):
+        parse_config(raw)

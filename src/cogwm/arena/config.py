@@ -278,6 +278,11 @@ class AgentConfig(ModelConfig):
                 raise ValueError(f"python: expected 'package.module:factory', got {self.python!r}")
         if self.headers and self.endpoint is None:
             raise ValueError("headers: headers apply to endpoint agents only")
+        if self.python is not None:
+            for key in WINDOW_FIELDS:
+                if getattr(self, key) is not None:
+                    # A Python agent is handed every turn; a window set here would do nothing.
+                    raise ValueError(f"{key}: a python agent is handed the whole conversation")
         return self
 
     @property
