@@ -186,3 +186,23 @@ def test_the_data_options_are_part_of_the_run_hash():
         TrainConfig(samples=Path("s"), base="b", out=Path("o"), neutral_keep=0)
     with pytest.raises(ValueError):
         TrainConfig(samples=Path("s"), base="b", out=Path("o"), corpus_mix="sqrt")  # type: ignore[arg-type]
+
+
+def test_step_plan_deals_epochs_round_robin_and_wraps_the_last_step():
+    # Catches: --epochs losing or repeating batches when they do not divide among the processes,
+    # --max-steps stopping at an epoch's end, and a card mix that is not what was dealt.
+    from cogwm.simulator.train.loop import StepPlan
+
+    index = _index({"a": 704, "b": 300})  # 173 batches: an odd count for two processes
+    config = TrainConfig(samples=Path("s"), base="b", out=Path("o"), epochs=1)
+    one = StepPlan(_stream(index), config, world=1)
+    batches = one.stream.batches[: one.total]
+    assert one.total == one.wrap == 173
+    assert [one.batch(s, 0) for s in range(one.total)] == batches
+    assert sorted(one.dealt()) == list(range(1004))
+    two = StepPlan(_stream(index), config, world=2)
+    assert two.total == 87
+    assert two.batch(86, 1) == batches[0]  # the spare slot wraps to the first batch
+    assert len(list(two.dealt())) == 1004 + len(batches[0].positions)
+    steps = StepPlan(_stream(index), config.model_copy(update={"max_steps": 178}), 1)
+    assert steps.batch(177, 0).epoch == 1  # past the first epoch, into the second
