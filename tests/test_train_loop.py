@@ -282,6 +282,8 @@ def test_uniform_mix_and_neutral_keep_resume_exactly_after_kill_9(base, mixed, t
     assert seen["samples"] == sum(seen["by_corpus"].values()) > 100
     assert 0.35 < seen["by_corpus"]["beta"] / seen["samples"] < 0.65
     assert 0 < seen["no_emotion"] < seen["by_corpus"]["alpha"]
+    share = f"{seen['no_emotion_share']:.1%}"
+    assert f"trained on {seen['samples']} samples (alpha " in done.stdout and share in done.stdout
 
     out = tmp_path / "adapter"
     args = [*_args(base, out), "--samples", str(mixed), *MIX]

@@ -176,6 +176,14 @@ def train(
         f"{card['tokens_per_s']} tok/s, {card['wall_s']} s)",
         soft_wrap=True,
     )
+    seen = card.get("data", {}).get("seen")  # absent from cards of earlier versions
+    if seen and seen["samples"]:
+        corpora = ", ".join(f"{name} {n}" for name, n in seen["by_corpus"].items())
+        console.print(
+            f"trained on {seen['samples']} samples ({corpora}), "
+            f"{seen['no_emotion_share']:.1%} of them no-emotion",
+            soft_wrap=True,
+        )
     validation = card.get("validation")
     if validation:
         console.print(
