@@ -184,9 +184,9 @@ class BatchStream:
     batch_tokens: int
     seed: int
     window: int = WINDOW
-    batches: list[Batch] = field(default_factory=list)
-    drawn: int = 0
-    _usable_in_epoch: int = 0
+    batches: list[Batch] = field(default_factory=list, init=False)
+    drawn: int = field(default=0, init=False)
+    _usable_in_epoch: int = field(default=0, init=False)
 
     def get(self, index: int) -> Batch:
         """The ``index``-th batch of the run (planning windows until it exists)."""
