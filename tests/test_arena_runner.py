@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from cogwm import tasks
+from cogwm.arena.budget import Budget
 from cogwm.arena.config import parse_config
 from cogwm.arena.provenance import git_revision
 from cogwm.arena.runner import RunSummary, run_arena
@@ -553,6 +554,11 @@ def test_the_scenario_of_the_unit_a_slot_ahead_is_prepared_as_a_unit_starts() ->
     for unit in prepared:
         # Asked for when the unit two places before it took its slot, before that one began.
         assert events.index(("prepare", unit)) < events.index(("start", unit - 2))
+    # Under a spending cap nothing is spent ahead: it could take what the units in flight need.
+    events.clear()
+    capped = Budget(max_tokens_total=10**9)
+    asyncio.run(_run_all(Runner(), list(range(5)), concurrency=2, budget=capped))  # type: ignore[arg-type]
+    assert [kind for kind, _ in events] == ["start"] * 5
 
 
 def test_a_preparation_made_ahead_for_a_unit_that_never_starts_is_stopped(tmp_path: Path) -> None:

@@ -628,14 +628,17 @@ async def _run_all(
     runner: ArenaRunner, units: list[Unit], concurrency: int, budget: Budget | None = None
 ) -> None:
     limit = asyncio.Semaphore(concurrency)
+    # Under a spending cap nothing is spent ahead of need: a preparation made ahead could take
+    # the budget that the conversations in flight needed to finish.
+    ahead = concurrency if budget is None or not budget.capped else len(units)
 
     async def one(index: int, unit: Unit) -> None:
         async with limit:
             # The unit that will take a slot about when this one ends has its scenario prepared
             # meanwhile. Units come scenario by scenario, so preparing only when a unit starts
             # made every slot wait for a preparation whenever the run reached new scenarios.
-            if index + concurrency < len(units):
-                runner.prepare_ahead(units[index + concurrency])
+            if index + ahead < len(units):
+                runner.prepare_ahead(units[index + ahead])
             try:
                 await runner.run_unit(unit)
             except Exception as exc:  # the store could not even record the failure
