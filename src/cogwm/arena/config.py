@@ -10,12 +10,14 @@ Example (see ``examples/arena_esc.toml``)::
     [simulator]
     model = "llamacpp:smollm2"
     temperature = 0.3
+    history_turns = 8          # the window the world model is trained on (the default)
 
     [[agents]]
     name = "empathetic"
     model = "llamacpp:smollm2"
     prompt = "builtin:empathetic"
     conditions = ["no_cot", "cot"]
+    # history_turns: default the whole conversation where it fits (see cogwm.arena.windows)
 """
 
 from __future__ import annotations
