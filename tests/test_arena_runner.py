@@ -587,3 +587,21 @@ def test_a_preparation_made_ahead_for_a_unit_that_never_starts_is_stopped(tmp_pa
         assert asyncio.run(ahead_then_close())
     finally:
         unregister_fake("slow-prep")
+
+
+def test_a_conversations_profile_source_is_committed_with_its_cold_start_turns(
+    tmp_path: Path, script: Script
+) -> None:
+    # Catches: the profile's source took a group commit of its own between the conversation's
+    # start and its cold-start turns, one more wait per conversation before its first call.
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        statements: list[str] = []
+        store.db.set_trace_callback(statements.append)
+        raw = config(tasks=["ESC"], dialogues_per_task=1, agents=config()["agents"][1:])
+        asyncio.run(run_arena(parse_config(raw), store, show_progress=False))
+        store.db.set_trace_callback(None)
+    source = next(i for i, s in enumerate(statements) if "SET profile_source" in s)
+    begin = max(i for i, s in enumerate(statements[:source]) if s.startswith("BEGIN"))
+    commit = source + next(i for i, s in enumerate(statements[source:]) if s == "COMMIT")
+    assert any(s.startswith("INSERT INTO turns") for s in statements[begin:commit])
+    assert not any(s.startswith("INSERT INTO turns") for s in statements[:begin])

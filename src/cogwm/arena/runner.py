@@ -13,7 +13,7 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -214,6 +214,8 @@ class ArenaRunner:
         on. Cancellation is never swallowed.
         """
         task = tasks.get(unit.task)
+        # The scenario's (shared) preparation goes on while the start is committed.
+        self.prep(task, unit.scenario)
         row = self._unit_row(unit)
         conversation_id = await self.writer.submit(
             lambda: self.store.start_conversation(self.run_id, row)
@@ -258,7 +260,9 @@ class ArenaRunner:
         # Shielded: a cancelled conversation must not cancel a preparation others share.
         prep = await asyncio.shield(self.prep(task, unit.scenario))
         source = prep.profile.source
-        await self.writer.submit(lambda: self.store.set_profile_source(conversation_id, source))
+        # Committed with the cold-start turns and awaited with the first of them (before any
+        # model call), not in a group commit of its own.
+        sourced = self.writer.submit(lambda: self.store.set_profile_source(conversation_id, source))
         config = self.config
         agent = build_agent(
             unit.agent,
@@ -279,11 +283,12 @@ class ArenaRunner:
             initial_state=prep.initial_state,
             reading_call_id=prep.call_id,
         )
-        sink = _StoreSink(self.writer, conversation_id)
+        sink = _StoreSink(self.writer, conversation_id, before=sourced)
         agent_seed, user_seed = unit.seeds(config)
         outcome = await Orchestrator(agent, simulator, detector, limits).run(
             opening, sink, seed=agent_seed, user_seed=user_seed
         )
+        await sink.settle()
         return outcome
 
     def _fail(self, conversation_id: int, rounds: int | None, error: str | None) -> bool:
@@ -407,13 +412,30 @@ class TurnWriter:
 
 
 class _StoreSink:
-    """Sends a conversation's turns to the run's group commit."""
+    """Sends a conversation's turns to the run's group commit.
 
-    def __init__(self, writer: TurnWriter, conversation_id: int):
+    ``before``, a write already queued, is awaited with the first turn (or by ``settle``).
+    """
+
+    def __init__(
+        self, writer: TurnWriter, conversation_id: int, before: Awaitable[Any] | None = None
+    ):
         self.writer = writer
         self.conversation_id = conversation_id
+        self._before = before
 
-    def add_turn(self, turn: ArenaTurn) -> asyncio.Future[None]:
+    async def settle(self) -> None:
+        """Await ``before`` if no turn has."""
+        before, self._before = self._before, None
+        if before is not None:
+            await before
+
+    def add_turn(self, turn: ArenaTurn) -> Awaitable[None]:
+        stored = self._add(turn)
+        before, self._before = self._before, None
+        return stored if before is None else _both(before, stored)
+
+    def _add(self, turn: ArenaTurn) -> asyncio.Future[None]:
         state = turn.state
         return self.writer.add(
             TurnRow(
@@ -428,6 +450,11 @@ class _StoreSink:
                 turn.call_id,
             )
         )
+
+
+async def _both(first: Awaitable[Any], then: Awaitable[None]) -> None:
+    await first
+    await then
 
 
 # ----------------------------------------------------------------------------------- the batch
