@@ -605,3 +605,25 @@ def test_a_conversations_profile_source_is_committed_with_its_cold_start_turns(
     commit = source + next(i for i, s in enumerate(statements[source:]) if s == "COMMIT")
     assert any(s.startswith("INSERT INTO turns") for s in statements[begin:commit])
     assert not any(s.startswith("INSERT INTO turns") for s in statements[:begin])
+
+
+def test_conversations_that_end_together_are_finished_in_one_group_commit(
+    tmp_path: Path, script: Script
+) -> None:
+    # Catches: each finished conversation took a transaction of its own on the event loop, so a
+    # batch ending together (as 1,000 in flight do) waited for them one after another.
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        statements: list[str] = []
+        store.db.set_trace_callback(statements.append)
+        raw = config(concurrency=UNITS)
+        summary = asyncio.run(run_arena(parse_config(raw), store, show_progress=False))
+        store.db.set_trace_callback(None)
+    assert summary.finished == UNITS
+    finishes_per_commit, finishes = [], 0
+    for sql in statements:
+        finishes += sql.startswith("UPDATE conversations SET status")
+        if sql == "COMMIT" and finishes:
+            finishes_per_commit.append(finishes)
+            finishes = 0
+    assert sum(finishes_per_commit) == UNITS
+    assert len(finishes_per_commit) < UNITS

@@ -224,12 +224,12 @@ class ArenaRunner:
             try:
                 return await self._play(unit, task, conversation_id)
             except Exception as exc:  # one bad conversation never ends the batch
-                return self._fail(conversation_id, None, failure_reason(exc))
+                return await self._fail(conversation_id, None, failure_reason(exc))
 
     async def _play(self, unit: Unit, task: TaskSpec, conversation_id: int) -> bool:
         outcome = await self._converse(unit, task, conversation_id)
         if outcome.termination is Termination.ERROR:
-            return self._fail(conversation_id, outcome.rounds, outcome.error)
+            return await self._fail(conversation_id, outcome.rounds, outcome.error)
         judge = self.judge_model
         verdict = await judge_good_outcome(
             self.model(judge),
@@ -243,15 +243,19 @@ class ArenaRunner:
         # An agent failure is scored like any ending (the trajectory up to it, the judge's
         # verdict on it), so it counts against the agent instead of dropping out of the ranking.
         agent_failed = outcome.termination is Termination.AGENT_FAILURE
-        self.store.finish_conversation(
-            conversation_id,
-            status=ConversationStatus.FINISHED,
-            termination=outcome.termination,
-            rounds=outcome.rounds,
-            error=outcome.error,
-            failure_kind=FailureOrigin.AGENT if agent_failed else None,
-            metrics=metrics,
-            details={"go": verdict.detail},
+        # In the group commit (atomic in its savepoint): conversations that end together, as a
+        # batch's do, no longer take a transaction each on the event loop, one after another.
+        await self.writer.submit(
+            lambda: self.store.finish_conversation(
+                conversation_id,
+                status=ConversationStatus.FINISHED,
+                termination=outcome.termination,
+                rounds=outcome.rounds,
+                error=outcome.error,
+                failure_kind=FailureOrigin.AGENT if agent_failed else None,
+                metrics=metrics,
+                details={"go": verdict.detail},
+            )
         )
         self.progress.on_conversation(failed=False)
         return True
@@ -291,14 +295,16 @@ class ArenaRunner:
         await sink.settle()
         return outcome
 
-    def _fail(self, conversation_id: int, rounds: int | None, error: str | None) -> bool:
-        self.store.finish_conversation(
-            conversation_id,
-            status=ConversationStatus.FAILED,
-            termination=Termination.ERROR,
-            rounds=rounds or 0,
-            error=error,
-            failure_kind=FailureOrigin.INFRASTRUCTURE,
+    async def _fail(self, conversation_id: int, rounds: int | None, error: str | None) -> bool:
+        await self.writer.submit(
+            lambda: self.store.finish_conversation(
+                conversation_id,
+                status=ConversationStatus.FAILED,
+                termination=Termination.ERROR,
+                rounds=rounds or 0,
+                error=error,
+                failure_kind=FailureOrigin.INFRASTRUCTURE,
+            )
         )
         self.progress.on_conversation(failed=True)
         return False
