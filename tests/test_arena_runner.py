@@ -589,17 +589,23 @@ def test_a_preparation_made_ahead_for_a_unit_that_never_starts_is_stopped(tmp_pa
         unregister_fake("slow-prep")
 
 
+def _traced_run(db: Path, raw: dict[str, Any]) -> tuple[RunSummary, list[str]]:
+    """Run ``raw`` into ``db``; the summary and every SQL statement the store executed."""
+    with RunStore(db) as store:
+        statements: list[str] = []
+        store.db.set_trace_callback(statements.append)
+        summary = asyncio.run(run_arena(parse_config(raw), store, show_progress=False))
+        store.db.set_trace_callback(None)
+    return summary, statements
+
+
 def test_a_conversations_profile_source_is_committed_with_its_cold_start_turns(
     tmp_path: Path, script: Script
 ) -> None:
     # Catches: the profile's source took a group commit of its own between the conversation's
     # start and its cold-start turns, one more wait per conversation before its first call.
-    with RunStore(tmp_path / "runs.sqlite") as store:
-        statements: list[str] = []
-        store.db.set_trace_callback(statements.append)
-        raw = config(tasks=["ESC"], dialogues_per_task=1, agents=config()["agents"][1:])
-        asyncio.run(run_arena(parse_config(raw), store, show_progress=False))
-        store.db.set_trace_callback(None)
+    raw = config(tasks=["ESC"], dialogues_per_task=1, agents=config()["agents"][1:])
+    _, statements = _traced_run(tmp_path / "runs.sqlite", raw)
     source = next(i for i, s in enumerate(statements) if "SET profile_source" in s)
     begin = max(i for i, s in enumerate(statements[:source]) if s.startswith("BEGIN"))
     commit = source + next(i for i, s in enumerate(statements[source:]) if s == "COMMIT")
@@ -612,12 +618,7 @@ def test_conversations_that_end_together_are_finished_in_one_group_commit(
 ) -> None:
     # Catches: each finished conversation took a transaction of its own on the event loop, so a
     # batch ending together (as 1,000 in flight do) waited for them one after another.
-    with RunStore(tmp_path / "runs.sqlite") as store:
-        statements: list[str] = []
-        store.db.set_trace_callback(statements.append)
-        raw = config(concurrency=UNITS)
-        summary = asyncio.run(run_arena(parse_config(raw), store, show_progress=False))
-        store.db.set_trace_callback(None)
+    summary, statements = _traced_run(tmp_path / "runs.sqlite", config(concurrency=UNITS))
     assert summary.finished == UNITS
     finishes_per_commit, finishes = [], 0
     for sql in statements:
