@@ -345,8 +345,14 @@ class TurnWriter:
     transaction has committed. Conversations await their turn's future before their next model
     call, so a killed process still loses at most turns that were never acknowledged.
 
-    Other small writes of a conversation (its start, its profile's source) join the same group
-    commit through ``submit``, each in its own savepoint, so one that fails fails alone.
+    Other small writes of a conversation (its start, its profile's source, its finish) join the
+    same group commit through ``submit``, each in its own savepoint, so one that fails fails
+    alone.
+
+    The commit stays on the event loop on purpose: a writer thread was measured on
+    bench/bench_arena.py and gained nothing (a conversation still resumes only at an event-loop
+    turn after its commit, and the GIL hand-offs cost CPU); the long stalls were WAL checkpoints,
+    which ``RunStore.background_checkpoints`` takes off the loop.
     """
 
     def __init__(self, store: RunStore):
