@@ -138,12 +138,26 @@ def composite_series(
             the message names the turn.
         TaskCapabilityError: The task has no weights (DAILY).
     """
-    policy = _policy(empty)
+    return _composite_series(states, _bdi_values(states), task, _policy(empty))
+
+
+def _bdi_values(states: Sequence[CognitiveState]) -> list[tuple[float | None, ...]]:
+    """Each state's B/D/I values in ``BDI`` order, computed once for the series and the deltas."""
+    return [tuple(state.dimension_value(dim) for dim in BDI) for state in states]
+
+
+def _composite_series(
+    states: Sequence[CognitiveState],
+    values: Sequence[tuple[float | None, ...]],
+    task: TaskSpec,
+    policy: EmptyPolicy,
+) -> list[float]:
     weights = task.require_weights()
+    dim_weights = [weights.of(dim) for dim in BDI]
     scores: list[float] = []
     last_valence: float | None = None
-    last_value: dict[str, float] = {}
-    for t, state in enumerate(states):
+    last_value: list[float | None] = [None] * len(BDI)
+    for t, (state, row) in enumerate(zip(states, values, strict=True)):
         if state.emotion is not None:
             last_valence = state.emotion.valence
         elif policy is EmptyPolicy.ZERO or last_valence is None:
@@ -156,14 +170,13 @@ def composite_series(
                 )
             )
         total = weights.emotion * last_valence
-        for dim in BDI:
-            value = state.dimension_value(dim)
+        for i, value in enumerate(row):
             if value is not None:
-                last_value[dim] = value
+                last_value[i] = value
             elif policy is EmptyPolicy.CARRY:
-                value = last_value.get(dim)
+                value = last_value[i]
             if value is not None:
-                total += weights.of(dim) * value
+                total += dim_weights[i] * value
         scores.append(total)
     return scores
 
@@ -204,23 +217,32 @@ def dimension_deltas(
     policy = _policy(empty)
     if len(states) < 2:
         return DimensionDeltas(None, None, None, None)
+    return _dimension_deltas(states, _bdi_values(states), policy)
+
+
+def _dimension_deltas(
+    states: Sequence[CognitiveState],
+    values: Sequence[tuple[float | None, ...]],
+    policy: EmptyPolicy,
+) -> DimensionDeltas:
+    if len(states) < 2:
+        return DimensionDeltas(None, None, None, None)
     emotions: list[float | None] = []
-    dims: dict[str, list[float | None]] = {d: [] for d in BDI}
+    dims: list[list[float | None]] = [[] for _ in BDI]
     last_e: float | None = None
-    last: dict[str, float | None] = {d: None for d in BDI}
-    for state in states:
+    last: list[float | None] = [None] * len(BDI)
+    for state, row in zip(states, values, strict=True):
         e = state.emotion.quantified if state.emotion is not None else None
         if policy is EmptyPolicy.CARRY:
             last_e = e if e is not None else last_e
             e = last_e
         emotions.append(e)
-        for dim in BDI:
-            value = state.dimension_value(dim)
+        for i, value in enumerate(row):
             if policy is EmptyPolicy.ZERO:
-                dims[dim].append(0.0 if value is None else value)
+                dims[i].append(0.0 if value is None else value)
             else:
-                last[dim] = value if value is not None else last[dim]
-                dims[dim].append(last[dim])
+                last[i] = value if value is not None else last[i]
+                dims[i].append(last[i])
 
     def _delta(series: list[float | None]) -> float | None:
         first, final = series[0], series[-1]
@@ -228,9 +250,9 @@ def dimension_deltas(
 
     return DimensionDeltas(
         emotion=_delta(emotions),
-        belief=_delta(dims[BDI[0]]),
-        desire=_delta(dims[BDI[1]]),
-        intention=_delta(dims[BDI[2]]),
+        belief=_delta(dims[0]),
+        desire=_delta(dims[1]),
+        intention=_delta(dims[2]),
     )
 
 
@@ -245,11 +267,13 @@ def trajectory_report(
     states: Sequence[CognitiveState], task: TaskSpec, empty: EmptyPolicy | str = "zero"
 ) -> TrajectoryReport:
     """Composite series, its metrics, the per-dimension deltas and nz% of one conversation."""
-    scores = composite_series(states, task, empty)
+    policy = _policy(empty)
+    values = _bdi_values(states)  # once: the series and the deltas read the same values
+    scores = _composite_series(states, values, task, policy)
     return TrajectoryReport(
         scores=scores,
         metrics=trajectory_metrics(scores),
-        deltas=dimension_deltas(states, empty),
+        deltas=_dimension_deltas(states, values, policy),
         nz=nz_share(states),
     )
 
