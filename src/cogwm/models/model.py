@@ -36,6 +36,7 @@ from cogwm.models.choices import (
     normalize,
     scores_from_parsed,
 )
+from cogwm.models.deadlines import Deadline
 from cogwm.models.dispatch import (
     AttemptFailureError,
     EndpointPool,
@@ -515,7 +516,9 @@ class Model:
         if self._timeout_s is None:
             return await self.backend.complete(request, endpoint)
         try:
-            async with asyncio.timeout(self._timeout_s):
+            # Not asyncio.timeout: a timer per call crowds the loop's timer heap when a thousand
+            # calls are in flight; Deadline shares one per slice and is as strict.
+            with Deadline(self._timeout_s):
                 return await self.backend.complete(request, endpoint)
         except TimeoutError:
             raise BackendError(
