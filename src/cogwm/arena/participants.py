@@ -190,7 +190,7 @@ class SimulatorParticipant:
             latest_state(turns),
             self._describe if bound else None,
         )
-        history = [(t.role.value, t.text) for t in shown]
+        history = [(str(t.role), t.text) for t in shown]  # str(): the value, without a descriptor
         return [system, user_message(self.task, history=history, mode=mode, states=states)]
 
     def _describe(self, state: CognitiveState) -> str:

@@ -454,8 +454,9 @@ class _StoreSink:
                 self.conversation_id,
                 turn.index,
                 turn.round,
-                turn.role.value,
-                turn.phase.value,
+                # str() of a StrEnum is its value, without Enum.value's descriptor (hot path).
+                str(turn.role),
+                str(turn.phase),
                 turn.text,
                 None if state is None else state.model_dump_json(exclude_none=True),
                 turn.reasoning,
