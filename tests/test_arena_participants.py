@@ -139,6 +139,35 @@ def test_agent_sees_its_prompts_and_the_chat_from_its_side() -> None:
     assert "reasoning first" in cot.system_prompt
 
 
+def test_agent_chat_follows_a_growing_history_and_starts_over_on_another() -> None:
+    task = tasks.get("PD")
+    config = AgentConfig(name="a", model="fake:schema")
+    agent = AgentParticipant(
+        load("fake:schema"),
+        config,
+        task,
+        AGENT_PERSONAS["plain"],
+        Condition.NO_COT,
+        history_turns=None,
+    )
+
+    def chat(turns: list[ArenaTurn]) -> list[tuple[str, str]]:
+        return [(m.role, m.content) for m in agent.messages(turns)[1:]]
+
+    turns = [_turn(0, Role.USER, "hello")]
+    assert chat(turns) == [("user", "hello")]
+    turns.append(_turn(1, Role.AGENT, "hi"))
+    turns.append(_turn(2, Role.USER, "well"))
+    assert chat(turns) == [("user", "hello"), ("assistant", "hi"), ("user", "well")]
+    # A turn replaced in place, a shorter history, another history: never the old messages.
+    turns[1] = _turn(1, Role.AGENT, "hey")
+    assert chat(turns) == [("user", "hello"), ("assistant", "hey"), ("user", "well")]
+    assert chat(turns[:1]) == [("user", "hello")]
+    other = [_turn(0, Role.USER, "bye")]
+    assert chat(other) == [("user", "bye")]
+    assert chat(turns) == [("user", "hello"), ("assistant", "hey"), ("user", "well")]
+
+
 def test_judge_reads_the_cold_start_and_the_end() -> None:
     from cogwm.arena.judging import judged_turns
 

@@ -9,6 +9,7 @@ states.
 from __future__ import annotations
 
 import copy
+import operator
 from collections.abc import Sequence
 from functools import cache
 from typing import Literal, NamedTuple
@@ -253,7 +254,11 @@ class AgentParticipant:
         self.history_turns = history_turns
         self.system_prompt = self.system_text(task, own_prompt, condition)
         self._system = Message(role="system", content=self.system_prompt)
-        self._chat: dict[int, tuple[ArenaTurn, Message]] = {}
+        # The conversation's turns converted so far and their messages, in order: a call shows
+        # the turns it was shown before plus the new ones, so each turn is converted once and a
+        # call's check of the old ones is one C-level pass (no Python call per turn).
+        self._seen: list[ArenaTurn] = []
+        self._chat: list[Message] = []
 
     @staticmethod
     def system_text(task: TaskSpec, own_prompt: Prompt, condition: Condition) -> str:
@@ -266,16 +271,23 @@ class AgentParticipant:
     def messages(self, turns: Sequence[ArenaTurn]) -> list[Message]:
         """The chat the agent sees: its system prompt, then the turns of its window (``None``:
         all of them) as user/assistant messages."""
-        shown = turns if self.history_turns is None else turns[-self.history_turns :]
-        return [self._system, *(self._message(t) for t in shown)]
+        chat = self._chat_of(turns)
+        shown = chat if self.history_turns is None else chat[-self.history_turns :]
+        return [self._system, *shown]
 
-    def _message(self, turn: ArenaTurn) -> Message:
-        # Each turn becomes a message once per conversation, not once per call that shows it.
-        known = self._chat.get(id(turn))
-        if known is None or known[0] is not turn:
+    def _chat_of(self, turns: Sequence[ArenaTurn]) -> list[Message]:
+        """One message per turn; the turns seen before (the same objects, in the same places)
+        keep their messages, anything else starts over."""
+        seen, known = self._seen, len(self._seen)
+        if len(turns) < known or not all(map(operator.is_, seen, turns[:known])):
+            seen.clear()
+            self._chat.clear()
+            known = 0
+        for turn in turns[known:]:
             role = "assistant" if turn.role is Role.AGENT else "user"
-            known = self._chat[id(turn)] = (turn, Message(role=role, content=turn.text))
-        return known[1]
+            seen.append(turn)
+            self._chat.append(Message(role=role, content=turn.text))
+        return self._chat
 
     async def next_turn(self, turns: Sequence[ArenaTurn], *, seed: int) -> TurnOutput:
         """The agent's reply (under CoT, the reasoning is returned apart from the reply).
