@@ -115,7 +115,7 @@ def new_call_id() -> str:
     return f"{_CALL_PREFIX}{next(_call_counter):08x}"
 
 
-def derive_seed(seed: int, sample: int) -> int:
+def sample_seed(seed: int, sample: int) -> int:
     """The seed of sample ``sample``: sample 0 keeps ``seed``; later samples get distinct seeds."""
     if sample == 0:
         return seed
@@ -395,7 +395,7 @@ class Model:
         sampling = self.backend.effective_sampling(request.sampling)
         if sampling.seed is not None and request.sample:
             sampling = sampling.model_copy(
-                update={"seed": derive_seed(sampling.seed, request.sample)}
+                update={"seed": sample_seed(sampling.seed, request.sample)}
             )
         if sampling is request.sampling:
             return request
