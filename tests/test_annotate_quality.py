@@ -18,11 +18,13 @@ from cogwm.annotate.quality import (
     against_sheet,
     auroc_of,
     bootstrap_ci,
+    direction_figures,
     emotion_figures,
     f1_of,
 )
 from cogwm.cli.annotate import app
-from cogwm.schema.partial import EmotionField, FieldKind, Origin, PartialState, Source
+from cogwm.schema.lexicon import valence_table
+from cogwm.schema.partial import Constraint, EmotionField, FieldKind, Origin, PartialState, Source
 from cogwm.schema.state import Emotion
 
 HUMAN = Origin(source=Source.HUMAN)
@@ -32,6 +34,11 @@ LLM = Origin(source=Source.LLM)
 def _emotion(label: str, origin: Origin) -> PartialState:
     value = Emotion(label=label, intensity=2)
     return PartialState(emotion=EmotionField(kind=FieldKind.VALUE, value=value, origin=origin))
+
+
+def _direction(sign: int) -> PartialState:
+    direction = Constraint(target="intention", relation="direction", value=sign, origin=HUMAN)
+    return PartialState(constraints=[direction])
 
 
 def test_a_failed_output_is_a_wrong_label_not_a_skipped_one() -> None:
@@ -45,6 +52,29 @@ def test_a_failed_output_is_a_wrong_label_not_a_skipped_one() -> None:
     assert accuracy.value == pytest.approx(0.75) and accuracy.n == 4
     assert accuracy.valid_rate == pytest.approx(0.75)
     assert accuracy.baselines["majority"] == pytest.approx(0.5)
+    offered = len(valence_table())
+    assert accuracy.baselines["random"] == pytest.approx(1 / offered)  # expected, not one draw
+
+
+def test_intensity_rho_only_where_the_corpus_grades_intensity() -> None:
+    def ungraded(label: str) -> PartialState:
+        state = _emotion(label, HUMAN)
+        state.emotion.intensity_known = False  # DailyDialog: the label only
+        return state
+
+    turns = [
+        _Turn(f"d{i}", _emotion(label, LLM), ungraded(label))
+        for i, label in enumerate(["anger", "fear", "sadness", "anger"])
+    ]
+    names = [f.name for f in emotion_figures("dailydialog", turns)]
+    assert "emotion kappa" in names and "intensity rho" not in names
+
+
+def test_auroc_random_baseline_is_chance_with_few_negatives() -> None:
+    positive = _Turn("d1", None, _direction(+1))
+    negative = _Turn("d2", None, _direction(-1))
+    figure = direction_figures("annomi", [positive] * 20 + [negative] * 2)[0]
+    assert figure.baselines == {"majority": 0.5, "random": 0.5}
 
 
 def test_auroc_ranks_misses_worst_for_their_class() -> None:

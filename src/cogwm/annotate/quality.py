@@ -16,16 +16,17 @@ Two yardsticks:
 
 Every figure comes with the number of items behind it, a 95% bootstrap CI (dialogues resampled,
 1,000 times, seeded), the valid-output rate of those items, and majority and random baselines
-computed the same way. A failed output is a **miss**, never skipped: it is a wrong label for
-kappa and accuracy, the worst possible rank for AUROC and a "not allocated" for F1. Correlations
-cannot score a missing number; they are computed over valid answers and say so.
+(the majority answer scored the same way; a random rater's expected value). A failed output
+is a **miss**, never skipped: it is a wrong label for kappa and accuracy, the worst possible
+rank for AUROC and a "not allocated" for F1. Correlations cannot score a missing number; they
+are computed over valid answers and say so. Intensity is scored only where the corpus grades
+it (not DailyDialog).
 """
 
 from __future__ import annotations
 
 import csv
 import math
-import random
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -233,8 +234,9 @@ def emotion_figures(corpus: str, turns: Sequence[_Turn]) -> list[Figure]:
     human_labels = [h for group in pairs.values() for h, _ in group]
     majority = Counter(human_labels).most_common(1)[0][0]
     offered = sorted(valence_table())
-    rng = random.Random(SEED)
-    random_pairs = [(h, rng.choice(offered)) for h in human_labels]
+    # The random rater's expected figures (uniform over the offered labels, independent of the
+    # person): kappa 0, accuracy the share it can hit. One seeded draw strays with few items.
+    random_accuracy = sum(h in offered for h in human_labels) / len(offered) / len(human_labels)
     majority_pairs = [(h, majority) for h in human_labels]
     figures = [
         _figure(
@@ -243,7 +245,7 @@ def emotion_figures(corpus: str, turns: Sequence[_Turn]) -> list[Figure]:
             pairs,
             kappa_of,
             valid=valid,
-            baselines={"majority": kappa_of(majority_pairs), "random": kappa_of(random_pairs)},
+            baselines={"majority": kappa_of(majority_pairs), "random": 0.0},
         ),
         _figure(
             "emotion accuracy",
@@ -253,19 +255,24 @@ def emotion_figures(corpus: str, turns: Sequence[_Turn]) -> list[Figure]:
             valid=valid,
             baselines={
                 "majority": accuracy_of(majority_pairs),
-                "random": accuracy_of(random_pairs),
+                "random": random_accuracy,
             },
         ),
     ]
+    # Only where the corpus grades intensity: DailyDialog gives the label alone, and its
+    # intensity is a convention that would make rho undefined or meaningless.
+    graded = [
+        t for t in known if t.human.emotion.value is not None and t.human.emotion.intensity_known
+    ]
     intensity = _grouped(
         (t.dialogue, (float(t.human.emotion.value.intensity), float(t.llm.emotion.value.intensity)))
-        for t in known
+        for t in graded
         if t.human.emotion.value is not None
         and t.llm is not None
         and t.llm.emotion.value is not None
     )
     if intensity:
-        n_human = sum(1 for t in known if t.human.emotion.value is not None)
+        n_human = len(graded)
         figures.append(
             _figure(
                 "intensity rho",
@@ -358,8 +365,6 @@ def _auroc_figure(
 ) -> Figure:
     ranked = _ranked_with_misses([(y, s) for _, y, s, _ in rows])
     groups = _grouped((d, pair) for (d, _, _, _), pair in zip(rows, ranked, strict=True))
-    rng = random.Random(SEED)
-    random_pairs = [(y, rng.random()) for _, y, _, _ in rows]
     no_score = sum(1 for _, _, s, ok in rows if ok and s is None)
     return _figure(
         name,
@@ -367,7 +372,9 @@ def _auroc_figure(
         groups,
         auroc_of,
         valid=sum(1 for *_, ok in rows if ok),
-        baselines={"majority": 0.5, "random": auroc_of(random_pairs)},
+        # A constant score and a random one both rank at chance: 0.5 is the random scorer's
+        # expected AUROC (one seeded draw of it strayed far from 0.5 with few negatives).
+        baselines={"majority": 0.5, "random": 0.5},
         note=f"{sum(y for _, y, _, _ in rows)} positive; misses ranked worst: "
         f"{sum(1 for *_, ok in rows if not ok)} failed, {no_score} with no score",
     )
