@@ -1,5 +1,5 @@
 """Annotation quality: failed outputs are misses, the sheet's figures, and the whole pipeline on
-the fake backend (annotate -> export -> quality-export -> quality)."""
+the fake backend (annotate -> export -> samples -> quality-export -> quality)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,12 @@ from cogwm.annotate.quality import (
     f1_of,
 )
 from cogwm.cli.annotate import app
+from cogwm.cli.main import _register
+from cogwm.cli.main import app as main_app
 from cogwm.schema.lexicon import valence_table
 from cogwm.schema.partial import Constraint, EmotionField, FieldKind, Origin, PartialState, Source
 from cogwm.schema.state import Emotion
+from cogwm.simulator.samples import read_samples
 
 HUMAN = Origin(source=Source.HUMAN)
 LLM = Origin(source=Source.LLM)
@@ -132,6 +135,19 @@ def test_pipeline_on_the_fake_backend(tmp_path: Path, fixtures_dir: Path) -> Non
     out = tmp_path / "a.jsonl"
     assert runner.invoke(app, ["export", "--db", str(db), "--out", str(out)]).exit_code == 0
     assert out.read_text().count("\n") >= 3
+    samples_dir = tmp_path / "samples"
+    _register()
+    built = CliRunner().invoke(
+        main_app, ["samples", "build", "--out", str(samples_dir), "--annotations", str(out)]
+    )
+    assert built.exit_code == 0, built.output
+    samples = [
+        s
+        for split in ("train", "val", "test")
+        for s in read_samples(samples_dir / f"{split}.jsonl")
+    ]
+    assert {s.corpus for s in samples} == {"dailydialog", "esconv", "persuasionforgood"}
+    assert any(s.provenance["emotion"] == "llm" for s in samples)
 
     sheet = tmp_path / "sheet.csv"
     assert (
