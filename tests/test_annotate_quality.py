@@ -137,7 +137,7 @@ def test_pipeline_on_the_fake_backend(tmp_path: Path, fixtures_dir: Path) -> Non
     assert out.read_text().count("\n") >= 3
     samples_dir = tmp_path / "samples"
     _register()
-    built = CliRunner().invoke(
+    built = runner.invoke(
         main_app, ["samples", "build", "--out", str(samples_dir), "--annotations", str(out)]
     )
     assert built.exit_code == 0, built.output
