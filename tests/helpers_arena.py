@@ -38,7 +38,8 @@ class Script:
     ``cot_invalid_from``: from this simulated agent turn on (1 = the first), the agent's CoT
     replies are not JSON (the agent breaks its format).
     ``raise_when``: such calls raise an unexpected exception (a backend bug, not a failure the
-    model interface knows).
+    model interface knows). ``garble``: the simulated user's every utterance is ``{`` (what a
+    tiny model under a JSON grammar writes).
     """
 
     leave_at: int | None = None
@@ -46,6 +47,7 @@ class Script:
     fail_when: str | None = None
     raise_when: str | None = None
     cot_invalid_from: int | None = None
+    garble: bool = False
     calls: dict[str, int] = field(default_factory=dict)
 
 
@@ -101,7 +103,8 @@ def make_reply(script: Script) -> Callable[..., str]:
         if kind == "simulator":
             turn = messages[-1].content.count("user words ") + 1
             leave = script.leave_at is not None and turn >= script.leave_at
-            return json.dumps({**_state(h), "utterance": f"user words {h % 997}", "leave": leave})
+            said = "{" if script.garble else f"user words {h % 997}"
+            return json.dumps({**_state(h), "utterance": said, "leave": leave})
         if kind == "intent":
             return json.dumps({"ended": script.detector_ends})
         if kind == "judge":

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from cogwm.arena.config import parse_config
 from cogwm.arena.digests import Digests
@@ -103,8 +104,6 @@ def test_a_small_context_forces_a_window_and_the_report_says_so(
     # The other agent's context is unknown (the fake): the whole conversation.
     assert _report(db)["windows"]["agents"]["warm"]["shown"] == "whole conversation"
     with RunStore(db, read_only=True) as store:
-        from rich.console import Console
-
         render(build_report(load_run(store), n_resamples=50), Console(width=400))
     out = capsys.readouterr().out
     assert f"cold last {turns} turns (the most that fit its context of 600 tokens)" in out
@@ -185,6 +184,26 @@ def test_the_report_counts_the_users_who_left_early(tmp_path: Path) -> None:
         "cold/no_cot": (1, 0),
     }
     assert arms["cold/no_cot"]["endings"] == {"user_left": 1}
+
+
+@pytest.mark.parametrize("garble", [False, True])
+def test_the_report_counts_the_simulated_users_malformed_turns(
+    tmp_path: Path, garble: bool
+) -> None:
+    # Catches: a simulator that writes "{" as its every utterance looked like a fluent one in the
+    # report; or the count took in the cold start's turns, which real people said.
+    register(Script(garble=garble))
+    db = tmp_path / "r.sqlite"
+    _run(db, _raw())
+    arms = {a["arm"]: a for a in _report(db)["agents"]}
+    counts = {a: (r["malformed_user_turns"], r["user_turns"]) for a, r in arms.items()}
+    bad = SIMULATED if garble else 0
+    assert counts == dict.fromkeys(arms, (bad, SIMULATED))
+    console = Console(width=400, record=True)
+    with RunStore(db, read_only=True) as store:
+        render(build_report(load_run(store), n_resamples=50), console)
+    text = console.export_text()
+    assert f"{bad}/{SIMULATED}" in text and "Bad/Said" in text
 
 
 WINDOWED = ARENA.replace("history_turns = 20\n", "") + "context_tokens = {context}\n"

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pytest
 
 from cogwm.metrics.embeddings import CachedEmbedder, cosine_rows
-from cogwm.metrics.text import distinct_1, utterance_scores
+from cogwm.metrics.text import distinct_1, malformed_utterance, utterance_scores
 from cogwm.metrics.turn import FidelitySample, score_turns, summarize_turns, turn_fidelity
 from cogwm.schema import CognitiveState, Emotion, StateItem
 
@@ -240,3 +240,24 @@ def test_real_minilm_model_ranks_paraphrases_above_unrelated_text() -> None:
     assert vectors.shape == (3, 384)
     sims = cosine_rows(vectors[[0, 0]], vectors[[1, 2]])
     assert sims[0] > sims[1] + 0.2
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{", "json"),
+        ('  ["fine"]', "json"),
+        ('I am ok "emotion": {"label": "joy"}', "json"),
+        ("", "empty"),
+        (" \n ", "empty"),
+        ("...", "no words"),
+        ("1 2 3?!", "no words"),
+        ("ok", None),
+        ("I guess so, thanks.", None),
+        ("Ну да", None),  # words of any script
+    ],
+)
+def test_malformed_utterance_names_what_no_person_would_say(text: str, why: str | None) -> None:
+    # Catches: the arena's count of malformed user turns missing a leaked JSON output, or
+    # flagging short real answers ("ok") and non-Latin text as malformed.
+    assert malformed_utterance(text) == why

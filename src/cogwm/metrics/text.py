@@ -14,10 +14,14 @@ Tokenization, stated once for all of them:
   1 is ideal. Undefined (None) when the gold has no token.
 - **Distinct-1** = distinct unigrams / all unigrams over *all* predictions together (a corpus
   ratio, not a per-sample mean), ``13a`` tokens lower-cased.
+
+Beside them, :func:`malformed_utterance` says whether a generated turn is text a person could
+have said at all (the arena counts the simulated user's malformed turns per agent).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -88,3 +92,29 @@ def distinct_1(predictions: Iterable[str]) -> DistinctResult:
         seen.update(toks)
         total += len(toks)
     return DistinctResult(len(seen) / total if total else None, len(seen), total)
+
+
+#: Two letters in a row (any script): the least a spoken word has.
+_WORD = re.compile(r"[^\W\d_]{2}")
+#: A field of the simulator's output format written into the text.
+_FIELD = re.compile(r'"(emotion|beliefs|desires|intentions|utterance|leave)"\s*:')
+
+
+def malformed_utterance(text: str) -> str | None:
+    """Why ``text`` cannot be a person's turn, or None when it can.
+
+    - ``empty``: nothing but white space;
+    - ``json``: the structured output leaked into the text: it starts with ``{`` or ``[``, or
+      holds a quoted field of the output format followed by a colon (``"emotion":``);
+    - ``no words``: no two letters in a row anywhere (``"..."``, ``"1"``, ``"?!"``).
+
+    Short answers people give ("ok", "no", "hm") are words and pass.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return "empty"
+    if stripped[0] in "{[" or _FIELD.search(stripped):
+        return "json"
+    if not _WORD.search(stripped):
+        return "no words"
+    return None

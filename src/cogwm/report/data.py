@@ -14,8 +14,9 @@ from typing import NamedTuple
 
 from cogwm import tasks
 from cogwm.arena.scoring import conversation_metrics
-from cogwm.arena.termination import ConversationStatus, FailureOrigin
+from cogwm.arena.termination import ConversationStatus, FailureOrigin, Phase
 from cogwm.errors import InputError
+from cogwm.metrics.text import malformed_utterance
 from cogwm.metrics.trajectory import EmptyPolicy
 from cogwm.schema import CognitiveState
 from cogwm.store.db import CallTotals, ConversationRow, RunRow, RunStore, TurnRow
@@ -36,6 +37,8 @@ class ConversationData(NamedTuple):
     go: bool | None
     failure_kind: str | None = None
     trial: int = 0
+    user_turns: int = 0  # the simulated user's turns (not the cold start's real ones)
+    malformed_turns: int = 0  # of those, the ones no person could have said (see below)
 
     @property
     def arm(self) -> str:
@@ -117,6 +120,7 @@ def _conversation(
 ) -> ConversationData:
     states = states_of(turns)
     go = stored.get("go")
+    said = simulated_user_texts(turns)
     return ConversationData(
         id=row.id,
         task=row.task,
@@ -130,4 +134,11 @@ def _conversation(
         go=None if go is None else bool(go),
         failure_kind=row.failure_kind,
         trial=row.trial,
+        user_turns=len(said),
+        malformed_turns=sum(malformed_utterance(text) is not None for text in said),
     )
+
+
+def simulated_user_texts(turns: list[TurnRow]) -> list[str]:
+    """What the simulated user said, turn by turn (the cold start's turns are real people's)."""
+    return [t.text for t in turns if t.role == "user" and t.phase == Phase.SIMULATED]

@@ -117,9 +117,11 @@ def _table6(report: ArenaReport) -> list[Table]:
     """Table 6 in two parts that fit a terminal: trajectory metrics; dimensions and outcome."""
     first = _arm_table("Agents, trajectory (paper Table 6; 95% CI over scenarios, paired)")
     first.caption = (
-        "Left/End: conversations the user left / the intent detector ended before max_rounds"
+        "Left/End: conversations the user left / the intent detector ended before max_rounds. "
+        "Bad/Said: the simulated user's turns no person could have said (empty, no words, or "
+        "its output format leaked into the text) / all its turns"
     )
-    for header in ("n", "N̄", "Left/End"):
+    for header in ("n", "N̄", "Left/End", "Bad/Said"):
         first.add_column(header, justify="right", overflow="fold")
     trajectory = TABLE6_COLUMNS[:5]
     for header, _, _ in trajectory:
@@ -146,6 +148,7 @@ def _table6(report: ArenaReport) -> list[Table]:
             n,
             length,
             f"{row.left_early}/{row.ended_early}",
+            f"{row.malformed_turns}/{row.user_turns}",
             *(cell(row.cells.get(name), signed=name in _SIGNED) for _, name, _ in trajectory),
         )
         dims = [
@@ -292,6 +295,8 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
                 "left_early": r.left_early,
                 "ended_early": r.ended_early,
                 "endings": r.endings,
+                "user_turns": r.user_turns,
+                "malformed_user_turns": r.malformed_turns,
             }
             for r in report.arms
         ],

@@ -106,6 +106,8 @@ class ArmRow(NamedTuple):
     # How the scored conversations ended (termination -> count): the user leaving and the
     # detected natural end come before max_rounds.
     endings: dict[str, int] = {}  # noqa: RUF012 - a NamedTuple default, never mutated
+    user_turns: int = 0  # the simulated user's turns in the scored conversations
+    malformed_turns: int = 0  # of those, the ones no person could have said
 
     @property
     def left_early(self) -> int:
@@ -250,6 +252,8 @@ def arm_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[A
                 agent_failures=data.agent_failures.get(arm, 0),
                 go_pass_k=pass_k(mine, k),
                 endings=dict(Counter(c.termination for c in mine)),
+                user_turns=sum(c.user_turns for c in mine),
+                malformed_turns=sum(c.malformed_turns for c in mine),
             )
         )
     return rows
