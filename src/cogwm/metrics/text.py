@@ -96,8 +96,9 @@ def distinct_1(predictions: Iterable[str]) -> DistinctResult:
 
 #: Two letters in a row (any script): the least a spoken word has.
 _WORD = re.compile(r"[^\W\d_]{2}")
-#: A field of the simulator's output format written into the text.
-_FIELD = re.compile(r'"(emotion|beliefs|desires|intentions|utterance|leave)"\s*:')
+#: A quoted JSON key and its colon: structured output written into the text. Any key, so the
+#: check follows every task's output format without listing its fields.
+_FIELD = re.compile(r'"\w+"\s*:')
 
 
 def malformed_utterance(text: str) -> str | None:
@@ -105,7 +106,7 @@ def malformed_utterance(text: str) -> str | None:
 
     - ``empty``: nothing but white space;
     - ``json``: the structured output leaked into the text: it starts with ``{`` or ``[``, or
-      holds a quoted field of the output format followed by a colon (``"emotion":``);
+      holds a quoted key followed by a colon (``"emotion":``);
     - ``no words``: no two letters in a row anywhere (``"..."``, ``"1"``, ``"?!"``).
 
     Short answers people give ("ok", "no", "hm") are words and pass.
