@@ -117,6 +117,24 @@ def _samples(item: LabelledDialogue, history_turns: int = 8) -> list[Sample]:
 # ------------------------------------------------------------------------------ per dialogue
 
 
+@pytest.mark.parametrize(
+    ("corpus", "last_leave"),
+    [("esconv", True), ("persuasionforgood", True), ("inspired", True), ("dailydialog", None)],
+)
+def test_the_last_turn_teaches_leaving_only_where_the_users_ended_the_conversation(
+    corpus: str, last_leave: bool | None
+) -> None:
+    """Live chats end where their participants chose to; DailyDialog's written dialogues end
+    where their writer stopped, so their last turn is no example of a user leaving."""
+    item = _labelled(f"{corpus}:7", corpus=corpus)
+    samples = _samples(item)
+    leaves = [json.loads(s.target)["leave"] for s in samples]
+    assert leaves == [False, False, last_leave]
+    *_, (start, end, kind), _closing = samples[-1].target_spans  # the leave value, then "}"
+    assert samples[-1].target[start:end] == json.dumps(last_leave)
+    assert kind == ("unknown" if last_leave is None else "utterance")  # unknown: never a target
+
+
 def test_one_sample_per_user_turn_with_ids_and_targets() -> None:
     samples = _samples(_labelled())
     assert [s.id for s in samples] == ["annomi:7:1", "annomi:7:3", "annomi:7:5"]
@@ -125,8 +143,9 @@ def test_one_sample_per_user_turn_with_ids_and_targets() -> None:
     assert first["emotion"] == {"label": "anxiety", "intensity": 3}
     assert first["beliefs"] is None and first["utterance"] == "u1" and first["leave"] is False
     assert second["emotion"] is None and second["intentions"] == [{"text": "cut down", "score": 1}]
-    assert last["leave"] is True  # the user's last turn
-    assert all(v is None for k, v in last.items() if k not in ("utterance", "leave"))
+    # AnnoMI's transcripts end where the recorded demonstration does: not the user's choice.
+    assert last["leave"] is None
+    assert all(v is None for k, v in last.items() if k != "utterance")
     assert samples[1].provenance == {
         "emotion": "unknown",
         "beliefs": "unknown",
@@ -593,6 +612,10 @@ def test_build_writes_split_files_and_a_manifest(tmp_path: Path) -> None:
     }
     assert emotions[("esconv", "test")] == {"anxiety": 4}
     assert sum(n for counts in emotions.values() for n in counts.values()) == 42
+    # Leave targets: three user turns per dialogue, the last one ends an ESConv chat.
+    assert manifest["corpora"]["esconv"]["leave"]["test"] == {"false": 8, "true": 4}
+    assert manifest["corpora"]["annomi"]["leave"]["train"]["unknown"] > 0
+    assert "true" not in manifest["corpora"]["annomi"]["leave"]["train"]
     assert manifest["constraints"] == {"intention direction": 42}
     assert json.loads((out / "manifest.json").read_text())["seed"] == 2
 

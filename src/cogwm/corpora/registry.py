@@ -36,6 +36,10 @@ class CorpusSpec:
     aliases: tuple[str, ...] = ()
     #: Counts the dialogues with fine-grained human labels, where only some have them.
     count_annotated: DialogueCount | None = None
+    #: Whether a transcript ends where its participants ended the conversation (live chats).
+    #: False where the source set the end (written dialogues, recorded demonstrations): there
+    #: the last turn says nothing about whether the user wanted to leave.
+    ends_by_choice: bool = True
 
 
 CORPORA: tuple[CorpusSpec, ...] = (
@@ -64,6 +68,8 @@ CORPORA: tuple[CorpusSpec, ...] = (
         loader=dailydialog.load,
         label_distributions=dailydialog.label_distributions,
         release=ReleaseCounts(dialogues=13_118, utterances=102_979),
+        # Dialogues written for learners of English, ended where their writer stopped.
+        ends_by_choice=False,
     ),
     CorpusSpec(
         name=annomi.NAME,
@@ -72,6 +78,8 @@ CORPORA: tuple[CorpusSpec, ...] = (
         loader=annomi.load,
         label_distributions=annomi.label_distributions,
         release=ReleaseCounts(dialogues=133, utterances=9_699),
+        # Transcripts of demonstration videos, which end where the demonstration does.
+        ends_by_choice=False,
     ),
     CorpusSpec(
         name=inspired.NAME,
@@ -91,6 +99,13 @@ _BY_NAME: dict[str, CorpusSpec] = {
 def names() -> list[str]:
     """Canonical corpus names, in registry order."""
     return [spec.name for spec in CORPORA]
+
+
+def ends_by_choice(name: str) -> bool:
+    """Whether the transcripts of corpus ``name`` end where the participants ended them (True
+    for a name outside the registry, such as a custom corpus of live conversations)."""
+    spec = _BY_NAME.get(name.lower())
+    return spec.ends_by_choice if spec is not None else True
 
 
 def get(name: str) -> CorpusSpec:

@@ -12,7 +12,9 @@ differ for DailyDialog, read once from each speaker's side); ``twins`` counts di
 higher split that have a twin in the lower one (``"test~train"``), ``dropped_as_twins`` the
 dialogues dropped from each lower split; ``emotions`` counts the samples of each split by target
 emotion label (``(none)``: an annotator said there is none; emotions the source says nothing
-about are not counted), what ``cogwm train --neutral-keep`` is chosen from.
+about are not counted), what ``cogwm train --neutral-keep`` is chosen from; ``leave`` counts the
+prediction samples of each split by their ``leave`` target (``unknown`` at the end of a
+transcript whose source set the end, see ``CorpusSpec.ends_by_choice``).
 """
 
 from __future__ import annotations
@@ -202,6 +204,14 @@ class _SplitFiles:
                 self._partial(split).unlink(missing_ok=True)
 
 
+#: The end of a prediction target (``render_target`` ends it with the leave value) → its count.
+_LEAVE_TARGETS = {
+    ',"leave":true}': "true",
+    ',"leave":false}': "false",
+    ',"leave":null}': "unknown",
+}
+
+
 class _Tally:
     """Counts for the manifest, and a seeded reservoir of samples for token lengths."""
 
@@ -215,6 +225,7 @@ class _Tally:
         self.fitted: Counter[str] = Counter()
         self.intensity_unknown = 0
         self.emotions: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        self.leave: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         self.seen = 0
         self.reservoir: list[Sample] = []
         self._rng = random.Random(seed)
@@ -233,6 +244,9 @@ class _Tally:
         emotion = target_emotion(sample)
         if emotion is not None:
             self.emotions[(sample.corpus, sample.split)][emotion] += 1
+        leave = _LEAVE_TARGETS.get(sample.target[sample.target.rfind(',"leave":') :])
+        if leave is not None:
+            self.leave[(sample.corpus, sample.split)][leave] += 1
         self._keep(sample)
 
     def _keep(self, sample: Sample) -> None:
@@ -366,6 +380,7 @@ def _describe_corpus(corpus: str, plan: SplitPlan, tally: _Tally) -> dict[str, A
         "readings": {s: tally.readings[(corpus, s)] for s in SPLITS},
         "samples": {s: tally.samples[(corpus, s)] for s in SPLITS},
         "emotions": {s: dict(sorted(tally.emotions[(corpus, s)].items())) for s in SPLITS},
+        "leave": {s: dict(sorted(tally.leave[(corpus, s)].items())) for s in SPLITS},
         "twins": plan.twins,
         "dropped_as_twins": dict(Counter(plan.dropped.values())),
     }

@@ -26,6 +26,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from cogwm import tasks
+from cogwm.corpora.registry import ends_by_choice
 from cogwm.errors import InputError
 from cogwm.jsonl import dump_tagged, parse_tagged, read_lines, write_lines
 from cogwm.models.types import Message
@@ -177,7 +178,11 @@ def dialogue_samples(
     before it as the initial state and the latest known one as the previous state (both as
     fitted to the output grammar, like the arena's own earlier outputs). The target is
     the partial state at the turn (unknown fields rendered ``null`` and tagged unknown), the turn's
-    text as the utterance, and ``leave`` true on the user's last turn of the dialogue.
+    text as the utterance, and ``leave`` true on the user's last turn of the dialogue, false on
+    the others. Where the corpus's source set the end (written dialogues, recorded
+    demonstrations: ``CorpusSpec.ends_by_choice``), the last turn's ``leave`` is unknown (never a
+    target): such an end says nothing about when a user wants to leave, and taught as one it
+    makes a simulator leave as soon as those short dialogues do.
 
     Args:
         item: The dialogue and its partial states by turn index.
@@ -193,10 +198,10 @@ def dialogue_samples(
     task = task or task_for_corpus(dialogue.corpus)
     turns = dialogue.turns()
     last = max((t.index for t in turns if t.role is Role.USER), default=-1)
+    end_known = ends_by_choice(dialogue.corpus)
     for index, inp, partial in turn_inputs(item, history_turns=history_turns, task=task):
-        out = WorldModelOutput(
-            state=partial.to_state(), utterance=turns[index].text, leave=index == last
-        )
+        leave = index == last if end_known or index != last else None
+        out = WorldModelOutput(state=partial.to_state(), utterance=turns[index].text, leave=leave)
         fitted, changes = fit_output(out, task)
         target, spans = render_target(fitted, partial)
         sample = Sample(
