@@ -44,6 +44,7 @@ from cogwm.simulator.samples import (
     dialogue_samples,
     dump_sample,
     target_emotion,
+    target_leave,
     task_for_corpus,
 )
 from cogwm.simulator.splits import SPLIT_RULE, SplitPlan, base_id, plan_splits
@@ -204,14 +205,6 @@ class _SplitFiles:
                 self._partial(split).unlink(missing_ok=True)
 
 
-#: The end of a prediction target (``render_target`` ends it with the leave value) → its count.
-_LEAVE_TARGETS = {
-    ',"leave":true}': "true",
-    ',"leave":false}': "false",
-    ',"leave":null}': "unknown",
-}
-
-
 class _Tally:
     """Counts for the manifest, and a seeded reservoir of samples for token lengths."""
 
@@ -244,7 +237,7 @@ class _Tally:
         emotion = target_emotion(sample)
         if emotion is not None:
             self.emotions[(sample.corpus, sample.split)][emotion] += 1
-        leave = _LEAVE_TARGETS.get(sample.target[sample.target.rfind(',"leave":') :])
+        leave = target_leave(sample)
         if leave is not None:
             self.leave[(sample.corpus, sample.split)][leave] += 1
         self._keep(sample)

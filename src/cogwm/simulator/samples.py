@@ -200,7 +200,9 @@ def dialogue_samples(
     last = max((t.index for t in turns if t.role is Role.USER), default=-1)
     end_known = ends_by_choice(dialogue.corpus)
     for index, inp, partial in turn_inputs(item, history_turns=history_turns, task=task):
-        leave = index == last if end_known or index != last else None
+        leave: bool | None = index == last
+        if leave and not end_known:
+            leave = None  # the source ended the transcript, not the user
         out = WorldModelOutput(state=partial.to_state(), utterance=turns[index].text, leave=leave)
         fitted, changes = fit_output(out, task)
         target, spans = render_target(fitted, partial)
@@ -316,6 +318,17 @@ def target_emotion(sample: Sample) -> str | None:
         return None
     label = emotion.get("label") if isinstance(emotion, dict) else None
     return label if isinstance(label, str) else None
+
+
+#: How a prediction target ends (``render_target`` writes the leave value last) → its name.
+_LEAVE_ENDINGS = {',"leave":true}': "true", ',"leave":false}': "false", ',"leave":null}': "unknown"}
+
+
+def target_leave(sample: Sample) -> str | None:
+    """The ``leave`` target of a prediction sample: ``true``, ``false`` or ``unknown`` (the
+    source does not say); None for an understanding sample, which has no ``leave``."""
+    # The utterance is a JSON string, so an unescaped ',"leave":' can only be the key itself.
+    return _LEAVE_ENDINGS.get(sample.target[sample.target.rfind(',"leave":') :])
 
 
 def provenance(partial: PartialState) -> dict[str, Provenance]:
