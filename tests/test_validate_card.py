@@ -35,7 +35,7 @@ from cogwm.simulator.validate import (
 )
 from cogwm.simulator.validate import run as run_module
 from cogwm.simulator.validate.compare import paired_differences
-from cogwm.simulator.validate.figures import Scope, Settings
+from cogwm.simulator.validate.figures import Scope, Settings, utterance_figures
 from cogwm.simulator.validate.items import (
     Heldout,
     Item,
@@ -272,6 +272,27 @@ def test_predict_mode_adds_the_utterance_tier(scripted_model: models.Model, data
     assert understood is not None and predicted is not None
     assert understood.value != predicted.value
     assert card.figure("dailydialog.rouge_l[understand]") is None
+
+
+def test_distinct_1_interval_holds_its_estimate() -> None:
+    """Distinct-1 is a corpus ratio: a percentile bootstrap, which draws dialogues twice and so
+    repeats their words, put every replicate below the estimate and the interval beside it."""
+    # 40 dialogues of two predictions each; each dialogue adds two words no other one has.
+    predicted = [f"I feel word{i}a {'and so on' if i % 3 else 'today'}" for i in range(40)] + [
+        f"Yes word{i}b" for i in range(40)
+    ]
+    groups = [f"d{i}" for i in range(40)] * 2
+    figures = utterance_figures(
+        Scope(part="esconv", mode="predict", settings=Settings(resamples=500, seed=0)),
+        gold=["I am fine."] * 80,
+        predicted=predicted,
+        groups=groups,
+    )
+    distinct = next(f for f in figures if f.metric == "distinct_1")
+    low, value, high = distinct.ci_low, distinct.value, distinct.ci_high
+    assert low is not None and value is not None and high is not None
+    assert low < value < high
+    assert high - low < 0.1
 
 
 def test_dual_pipeline_reads_the_state_from_its_own_utterance(

@@ -5,7 +5,8 @@ many client turns per session), so every interval resamples whole dialogues. Acc
 means and use :func:`cogwm.metrics.aggregate.mean_estimate`; macro-F1 and AUROC are not means of
 per-item values, so they are recomputed on each resample (scikit-learn's ``f1_score`` and
 ``roc_auc_score``). A resample on which a statistic is undefined (one class only, for AUROC) is
-left out of the percentiles.
+left out of the percentiles. Distinct-1, a ratio over the whole corpus that resampling with
+replacement biases downwards, takes a delete-one-dialogue jackknife interval instead.
 """
 
 from __future__ import annotations
@@ -85,6 +86,42 @@ def cluster_bootstrap(
     alpha = 1 - settings.confidence
     low, high = np.nanquantile(values, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
+
+
+def cluster_jackknife(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> tuple[float | None, float | None]:
+    """Normal interval from the delete-one-cluster jackknife's standard error.
+
+    For corpus ratios such as Distinct-1, which resampling with replacement biases: a dialogue
+    drawn twice repeats its words, which are no new types, so nearly every bootstrap replicate
+    falls below the estimate (on 120 ESConv predictions, 0.167 with a percentile interval of
+    [0.121, 0.147]). Leaving one dialogue out at a time duplicates nothing.
+
+    Returns:
+        ``(low, high)``; ``(None, None)`` with fewer than two clusters or when the statistic is
+        undefined on the whole set or on any leave-one-out set.
+    """
+    from scipy.stats import norm
+
+    members: dict[Hashable, list[int]] = {}
+    for index, group in enumerate(groups):
+        members.setdefault(group, []).append(index)
+    clusters = [np.asarray(m, dtype=np.intp) for m in members.values()]
+    estimate = statistic(np.arange(len(groups), dtype=np.intp))
+    if len(clusters) < 2 or estimate is None:
+        return None, None
+    left_out = []
+    for drop in range(len(clusters)):
+        value = statistic(np.concatenate([c for i, c in enumerate(clusters) if i != drop]))
+        if value is None:
+            return None, None
+        left_out.append(value)
+    values = np.asarray(left_out)
+    g = len(values)
+    stderr = float(np.sqrt((g - 1) / g * np.sum((values - values.mean()) ** 2)))
+    z = float(norm.ppf(1 - (1 - settings.confidence) / 2))
+    return estimate - z * stderr, estimate + z * stderr
 
 
 def accuracy_figure(
@@ -343,7 +380,7 @@ def utterance_figures(
     def distinct(idx: IntArray) -> float | None:
         return distinct_1(texts[i] for i in idx).value
 
-    low, high = cluster_bootstrap(distinct, kept_groups, scope.settings)
+    low, high = cluster_jackknife(distinct, kept_groups, scope.settings)
     figures.append(
         scope.figure(
             metric="distinct_1",
