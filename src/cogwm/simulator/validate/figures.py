@@ -54,6 +54,14 @@ class Scope:
         return Figure(part=self.part, mode=self.mode, **fields)
 
 
+def _cluster_indices(groups: Sequence[Hashable]) -> list[IntArray]:
+    """The item indices of each cluster, in order of first appearance."""
+    members: dict[Hashable, list[int]] = {}
+    for index, group in enumerate(groups):
+        members.setdefault(group, []).append(index)
+    return [np.asarray(m, dtype=np.intp) for m in members.values()]
+
+
 def cluster_bootstrap(
     statistic: Statistic, groups: Sequence[Hashable], settings: Settings
 ) -> tuple[float | None, float | None]:
@@ -68,10 +76,7 @@ def cluster_bootstrap(
         ``(low, high)``; ``(None, None)`` with fewer than two clusters or when the statistic is
         undefined on every resample.
     """
-    members: dict[Hashable, list[int]] = {}
-    for index, group in enumerate(groups):
-        members.setdefault(group, []).append(index)
-    clusters = [np.asarray(m, dtype=np.intp) for m in members.values()]
+    clusters = _cluster_indices(groups)
     if len(clusters) < 2:
         return None, None
     rng = np.random.default_rng(settings.seed)
@@ -104,10 +109,7 @@ def cluster_jackknife(
     """
     from scipy.stats import norm
 
-    members: dict[Hashable, list[int]] = {}
-    for index, group in enumerate(groups):
-        members.setdefault(group, []).append(index)
-    clusters = [np.asarray(m, dtype=np.intp) for m in members.values()]
+    clusters = _cluster_indices(groups)
     estimate = statistic(np.arange(len(groups), dtype=np.intp))
     if len(clusters) < 2 or estimate is None:
         return None, None
