@@ -1,7 +1,10 @@
-"""The quickstart: three agents that differ on purpose, on ESC and PD, all on the embedded model.
+"""The quickstart: three agents that differ on purpose, on ESC and PD, on the embedded model.
 
 The agents are an empathetic supporter, a solution-first advisor and a dismissive, off-topic
-control. Presets:
+control, all played by the embedded SmolLM2; the simulated user is the world model shipped with
+cogwm (``llamacpp:smollm2-wm``, SmolLM2 with its trained LoRA), shown the 8-turn history window it
+was trained on. The intent detector and the GoodOutcome judge are the base SmolLM2 at
+temperature 0. Presets:
 
 - ``quick`` (default): 3 built-in scenarios per task, conversations of at most 5 rounds (2 cold
   start + 3 simulated), the intent detector from round 4: 18 conversations, about 5 minutes on
@@ -20,6 +23,12 @@ from cogwm.arena.config import ArenaConfig, parse_config
 
 #: The embedded default model (SmolLM2-135M-Instruct in process).
 EMBEDDED_MODEL = "llamacpp:smollm2"
+
+#: The world model shipped with cogwm: the embedded model with its trained LoRA.
+WORLD_MODEL = "llamacpp:smollm2-wm"
+
+#: The history window (turns) the shipped world model was trained on.
+WORLD_MODEL_WINDOW = 8
 
 
 class Preset(StrEnum):
@@ -49,11 +58,15 @@ def quickstart_config(
     Args:
         preset: ``quick`` or ``full`` (see the module docstring).
         dialogues: Scenarios per task, overriding the preset's.
-        model: The model of every role (agents, simulator, detector, judge).
+        model: The model of the agents, the intent detector and the judge; with the embedded
+            model, the simulated user is the shipped world model, otherwise this model too.
     """
     settings = dict(_PRESETS[preset])
     if dialogues is not None:
         settings["dialogues_per_task"] = dialogues
+    simulator: dict[str, Any] = {"model": model, "temperature": 0.3, "max_tokens": 300}
+    if model == EMBEDDED_MODEL:
+        simulator |= {"model": WORLD_MODEL, "history_turns": WORLD_MODEL_WINDOW}
     raw: dict[str, Any] = {
         "name": f"quickstart-{preset.value}",
         "seed": 2024,
@@ -61,7 +74,10 @@ def quickstart_config(
         "history_turns": 6,
         "concurrency": 4,
         **settings,
-        "simulator": {"model": model, "temperature": 0.3, "max_tokens": 300},
+        "simulator": simulator,
+        # Named, so that they stay the base model when the simulator is the world model.
+        "intent_detector": {"model": model, "temperature": 0.0, "max_tokens": 16},
+        "judge": {"model": model, "temperature": 0.0, "max_tokens": 300},
         "agents": [
             {
                 "name": name,

@@ -54,10 +54,20 @@ def _load(spec: str, base_url: str | None, **options: Any) -> Any:
 def list_models(as_json: JsonOption = False) -> None:
     """Show the backends, whether their libraries are installed, and the known model aliases."""
     from cogwm.models import list_backends, registered_fakes
-    from cogwm.models.llamacpp import ALIASES, alias_path
+    from cogwm.models.llamacpp import (
+        ADAPTER_ALIASES,
+        ALIASES,
+        adapter_alias_folder,
+        alias_path,
+    )
 
     backends = list_backends()
-    aliases = [(name, alias, alias_path(alias)) for name, alias in ALIASES.items()]
+    aliases = [(name, alias.description, alias_path(alias)) for name, alias in ALIASES.items()]
+    for name, adapter in ADAPTER_ALIASES.items():
+        # A shipped adapter is usable when its base package is installed.
+        base = alias_path(ALIASES[adapter.base])
+        lora = adapter_alias_folder(adapter) / "adapter.gguf"
+        aliases.append((name, adapter.description, lora if base and lora.is_file() else None))
     if as_json:
         print_json(
             {
@@ -76,9 +86,9 @@ def list_models(as_json: JsonOption = False) -> None:
                         "model": f"llamacpp:{name}",
                         "installed": path is not None,
                         "file": str(path) if path else None,
-                        "description": alias.description,
+                        "description": description,
                     }
-                    for name, alias, path in aliases
+                    for name, description, path in aliases
                 ],
                 "fakes": [f"fake:{name}" for name in registered_fakes()],
             }
@@ -95,8 +105,8 @@ def list_models(as_json: JsonOption = False) -> None:
     known = Table(title="Known models")
     for column in ("model", "installed", "description"):
         known.add_column(column)
-    for name, alias, path in aliases:
-        known.add_row(f"llamacpp:{name}", _yes(path is not None), alias.description)
+    for name, description, path in aliases:
+        known.add_row(f"llamacpp:{name}", _yes(path is not None), description)
     for name in registered_fakes():
         known.add_row(f"fake:{name}", _yes(True), "test double, no model")
     console.print(known)

