@@ -69,6 +69,7 @@ def test_example_config_runs_three_kinds_in_one_leaderboard(
     fake = f"fake:{FAKE_NAME}"
     raw.update(dialogues_per_task=2, max_rounds=6, intent_from_round=4)
     raw["simulator"] = {"model": fake, "options": {"max_attempts": 1}}
+    raw["intent_detector"]["model"] = raw["judge"]["model"] = fake
     agents = {a["name"]: a for a in raw["agents"]}
     agents["rules-http"]["endpoint"] = service_url
     agents["smollm2-empathetic"]["model"] = fake

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,7 +112,10 @@ def test_bad_dialogue_line_is_named(tmp_path: Path) -> None:
 def _fake_config(tmp_path: Path, text: str | None = None) -> Path:
     text = text or (EXAMPLE / "arena.toml").read_text(encoding="utf-8")
     config = tmp_path / "arena.toml"
-    config.write_text(text.replace("llamacpp:smollm2", f"fake:{FAKE_NAME}"), encoding="utf-8")
+    # Every model of the example (the world model, the base) on the fake.
+    config.write_text(
+        re.sub(r"llamacpp:smollm2(-wm)?", f"fake:{FAKE_NAME}", text), encoding="utf-8"
+    )
     return config
 
 
