@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cogwm.report import build_report, load_run, render, to_csv, to_json, write_plots
+from cogwm.report import build_report, load_run, render, to_csv, to_json, warnings, write_plots
 from cogwm.schema import CognitiveState, Emotion, StateItem
 from cogwm.store import RunStore, UnitRow
 
@@ -57,7 +57,13 @@ CONVERSATIONS = [
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "runs.sqlite"
+    return _write_run(
+        tmp_path / "runs.sqlite", "fake:sim", {"a": "fake:sim", "b": "fake:b", "c": "fake:c"}
+    )
+
+
+def _write_run(path: Path, simulator: str, models: dict[str, str]) -> Path:
+    """The hand-made run of CONVERSATIONS with these simulator and agent models."""
     with RunStore(path) as store:
         run_id = store.create_run(
             name="hand",
@@ -70,7 +76,6 @@ def db(tmp_path: Path) -> Path:
             shard=None,
         )
         for agent, scenario, status, states, go in CONVERSATIONS:
-            model = "fake:sim" if agent == "a" else f"fake:{agent}"
             unit = UnitRow(
                 f"ESC|{scenario}|{agent}|no_cot",
                 "ESC",
@@ -78,8 +83,8 @@ def db(tmp_path: Path) -> Path:
                 "no_cot",
                 scenario,
                 "builtin",
-                model,
-                "fake:sim",
+                models[agent],
+                simulator,
                 1,
             )
             cid = store.start_conversation(run_id, unit)
@@ -152,6 +157,24 @@ def test_counts_warnings_and_paired_difference(db: Path) -> None:
     d = report.discriminability["ESC"]
     # E-Δ means: a 3, b -2.5 -> sample SD = 5.5 / sqrt(2).
     assert d.per_dimension["emotion"] == pytest.approx(5.5 / 2**0.5)
+
+
+@pytest.mark.parametrize(
+    "simulator", ["llamacpp:smollm2-wm", "llamacpp:smollm2+adapters/wm/adapter.gguf"]
+)
+def test_agents_on_the_simulators_base_model_are_named(tmp_path: Path, simulator: str) -> None:
+    """A fine-tuned simulator is not the agents' model, but shares its base: the report says so."""
+    path = _write_run(
+        tmp_path / "runs.sqlite",
+        simulator,
+        {"a": "llamacpp:smollm2", "b": "openai:other", "c": "openai:other"},
+    )
+    _, report = _report(path)
+    assert report.same_model_agents == []
+    assert report.base_model_agents == ["a"]
+    text = "\n".join(warnings(report))
+    assert "fine-tuned copy of the agents' model: agent(s) a run" in text
+    assert to_json(report)["base_model_agents"] == ["a"]
 
 
 def test_render_json_csv_and_plots(db: Path, tmp_path: Path) -> None:

@@ -48,3 +48,28 @@ def parse_spec(spec: str) -> ModelSpec:
     if not target.strip():
         raise InputError(f"model {spec!r}: nothing after '{prefix}:'")
     return ModelSpec(kind, target.strip())
+
+
+def base_model(spec: str) -> str | None:
+    """The model that ``spec`` applies an adapter over, or None when it names a plain model.
+
+    ``llamacpp:smollm2+lora.gguf`` and the shipped ``llamacpp:smollm2-wm`` are ``smollm2`` with
+    a LoRA: both give ``llamacpp:smollm2``; ``hf:./base+./adapter`` gives ``hf:./base``. Reports
+    use it to say when the agents run on the model the simulator was fine-tuned from.
+    """
+    try:
+        kind, target = parse_spec(spec)
+    except InputError:
+        return None
+    if kind is BackendKind.LLAMACPP:
+        from cogwm.models.llamacpp import ADAPTER_ALIASES
+
+        shipped = ADAPTER_ALIASES.get(target.lower())
+        if shipped is not None:
+            return f"{kind.value}:{shipped.base}"
+    model, plus, adapter = target.rpartition("+")
+    if not (plus and model and adapter):
+        return None
+    if kind is BackendKind.HF or (kind is BackendKind.LLAMACPP and adapter.endswith(".gguf")):
+        return f"{kind.value}:{model}"
+    return None

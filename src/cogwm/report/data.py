@@ -18,6 +18,7 @@ from cogwm.arena.termination import ConversationStatus, FailureOrigin, Phase
 from cogwm.errors import InputError
 from cogwm.metrics.text import malformed_utterance
 from cogwm.metrics.trajectory import EmptyPolicy
+from cogwm.models.spec import base_model
 from cogwm.schema import CognitiveState
 from cogwm.store.db import CallTotals, ConversationRow, RunRow, RunStore, TurnRow
 
@@ -62,6 +63,8 @@ class RunData(NamedTuple):
     calls: CallTotals
     empty: EmptyPolicy
     agent_failures: Counter[str]
+    #: Agents on the model the simulator is a fine-tuned copy of (its LoRA's base).
+    base_model_agents: list[str]
 
 
 def arm_name(agent: str, condition: str) -> str:
@@ -108,8 +111,9 @@ def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) ->
                 agent_failures[arm] += 1
             kept.append(_conversation(row, turns.get(row.id, []), stored.get(row.id, {}), policy))
     same = sorted({r.agent for r in rows if r.agent_model == r.simulator_model})
+    on_base = sorted({r.agent for r in rows if r.agent_model == base_model(r.simulator_model)})
     calls = store.call_totals(run.id)
-    return RunData(run, kept, errors, unfinished, same, calls, policy, agent_failures)
+    return RunData(run, kept, errors, unfinished, same, calls, policy, agent_failures, on_base)
 
 
 def _conversation(

@@ -48,6 +48,13 @@ def warnings(report: ArenaReport) -> list[str]:
             + ", ".join(report.same_model_agents)
             + " run on the simulator's own model, which inflates their results."
         )
+    if report.base_model_agents:
+        notes.append(
+            "The simulator is a fine-tuned copy of the agents' model: agent(s) "
+            + ", ".join(report.base_model_agents)
+            + " run on the model its adapter was trained over; a shared base can favour them, "
+            "so confirm a ranking with agents on another model."
+        )
     if report.errors:
         notes.append(
             f"{report.errors} conversation(s) ended in an infrastructure error and are excluded "
@@ -280,6 +287,7 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
         },
         "warnings": warnings(report),
         "same_model_agents": report.same_model_agents,
+        "base_model_agents": report.base_model_agents,
         "agents": [
             {
                 "arm": r.arm,

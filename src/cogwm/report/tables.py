@@ -153,6 +153,7 @@ class ArenaReport(NamedTuple):
     power: list[PowerRow] = []  # noqa: RUF012 - a NamedTuple default, never mutated
     detect: float | None = None
     windows: Windows | None = None  # the history the simulator and each agent were shown
+    base_model_agents: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -417,4 +418,5 @@ def build_report(
         power=power_rows(data, detect),
         detect=detect,
         windows=Windows.from_stored(config),
+        base_model_agents=data.base_model_agents,
     )
