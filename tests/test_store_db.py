@@ -11,6 +11,7 @@ import pytest
 from cogwm.errors import InputError
 from cogwm.models.types import CallRecord
 from cogwm.store import SCHEMA_VERSION, RunStore, UnitRow, merge_stores
+from cogwm.store.merge import missing_shards
 
 UNIT = UnitRow("ESC|s1|a|no_cot", "ESC", "a", "no_cot", "s1", "builtin", "fake:a", "fake:s", 7)
 
@@ -172,3 +173,20 @@ def test_background_checkpoints_move_the_wal_into_the_database_off_the_writer(
         assert db.stat().st_size >= before + 1000 * 3000
     assert store.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000  # restored
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("labels", "missing"),
+    [
+        (["1/4", "3/4"], ("2/4", "4/4")),
+        ([None], ()),
+        # 1/3 is 1/6 and 4/6 (every third unit from the first): with the other sixths, complete.
+        (["1/3", "2/6", "5/6", "3/6", "6/6"], ()),
+        (["1/3", "2/6"], ("3/6", "5/6", "6/6")),
+        (["1/2", "2/3"], ("4/6", "6/6")),
+    ],
+)
+def test_missing_shards_counts_units_across_shard_counts(
+    labels: list[str | None], missing: tuple[str, ...]
+) -> None:
+    assert missing_shards(labels) == missing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,17 +23,18 @@ class MergeSummary(NamedTuple):
 
 
 def missing_shards(labels: list[str | None]) -> tuple[str, ...]:
-    """The shards (``i/n``) of a sharded run that ``labels`` (the stores' shard fields) lack."""
+    """The shards (``i/n``) of a sharded run that ``labels`` (the stores' shard fields) lack.
+
+    Shard ``i/n`` holds every ``n``-th unit from the ``i``-th, so shards of different ``n`` may
+    together cover the run (``1/3`` is ``1/6`` and ``4/6``): coverage is counted in units modulo
+    the least common multiple ``m`` of the ``n`` given, and what is missing is named as ``i/m``.
+    """
     parsed = [tuple(int(x) for x in label.split("/")) for label in labels if label]
     if not parsed:
         return ()
-    present = {(i, n) for i, n in parsed}
-    return tuple(
-        f"{i}/{n}"
-        for n in sorted({n for _, n in parsed})
-        for i in range(1, n + 1)
-        if (i, n) not in present
-    )
+    period = math.lcm(*(n for _, n in parsed))
+    covered = {r for i, n in parsed for r in range(i - 1, period, n)}
+    return tuple(f"{r + 1}/{period}" for r in range(period) if r not in covered)
 
 
 def merge_stores(out: Path, shards: list[Path]) -> MergeSummary:
