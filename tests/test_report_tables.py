@@ -160,15 +160,21 @@ def test_counts_warnings_and_paired_difference(db: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "simulator", ["llamacpp:smollm2-wm", "llamacpp:smollm2+adapters/wm/adapter.gguf"]
+    ("simulator", "agent_model"),
+    [
+        ("llamacpp:smollm2-wm", "llamacpp:smollm2"),
+        ("llamacpp:SmolLM2-WM", "llamacpp:smollm2"),
+        ("llamacpp:smollm2-wm", "LlamaCpp:SmolLM2"),
+        ("llamacpp:smollm2+adapters/wm/adapter.GGUF", "llamacpp:smollm2"),
+        ("hf:./base+./adapter", "hf:./base"),
+    ],
 )
-def test_agents_on_the_simulators_base_model_are_named(tmp_path: Path, simulator: str) -> None:
+def test_agents_on_the_simulators_base_model_are_named(
+    tmp_path: Path, simulator: str, agent_model: str
+) -> None:
     """A fine-tuned simulator is not the agents' model, but shares its base: the report says so."""
-    path = _write_run(
-        tmp_path / "runs.sqlite",
-        simulator,
-        {"a": "llamacpp:smollm2", "b": "openai:other", "c": "openai:other"},
-    )
+    models = {"a": agent_model, "b": "openai:other", "c": "openai:other"}
+    path = _write_run(tmp_path / "runs.sqlite", simulator, models)
     _, report = _report(path)
     assert report.same_model_agents == []
     assert report.base_model_agents == ["a"]

@@ -70,6 +70,26 @@ def base_model(spec: str) -> str | None:
     model, plus, adapter = target.rpartition("+")
     if not (plus and model and adapter):
         return None
-    if kind is BackendKind.HF or (kind is BackendKind.LLAMACPP and adapter.endswith(".gguf")):
+    if kind is BackendKind.HF or (
+        kind is BackendKind.LLAMACPP and adapter.lower().endswith(".gguf")
+    ):
         return f"{kind.value}:{model}"
     return None
+
+
+def runs_on_base_of(agent: str, simulator: str) -> bool:
+    """Whether ``agent`` is the model that the ``simulator`` address applies an adapter over.
+
+    Backends and ``llamacpp:`` aliases are compared case-insensitively, as they are resolved.
+    """
+    base = base_model(simulator)
+    return base is not None and _comparable(agent) == _comparable(base)
+
+
+def _comparable(spec: str) -> str:
+    try:
+        kind, target = parse_spec(spec)
+    except InputError:
+        return spec
+    is_alias = kind is BackendKind.LLAMACPP and "/" not in target and "." not in target
+    return f"{kind.value}:{target.lower() if is_alias else target}"

@@ -18,7 +18,7 @@ from cogwm.arena.termination import ConversationStatus, FailureOrigin, Phase
 from cogwm.errors import InputError
 from cogwm.metrics.text import malformed_utterance
 from cogwm.metrics.trajectory import EmptyPolicy
-from cogwm.models.spec import base_model
+from cogwm.models.spec import runs_on_base_of
 from cogwm.schema import CognitiveState
 from cogwm.store.db import CallTotals, ConversationRow, RunRow, RunStore, TurnRow
 
@@ -111,7 +111,7 @@ def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) ->
                 agent_failures[arm] += 1
             kept.append(_conversation(row, turns.get(row.id, []), stored.get(row.id, {}), policy))
     same = sorted({r.agent for r in rows if r.agent_model == r.simulator_model})
-    on_base = sorted({r.agent for r in rows if r.agent_model == base_model(r.simulator_model)})
+    on_base = sorted({r.agent for r in rows if runs_on_base_of(r.agent_model, r.simulator_model)})
     calls = store.call_totals(run.id)
     return RunData(run, kept, errors, unfinished, same, calls, policy, agent_failures, on_base)
 
