@@ -21,6 +21,7 @@ from cogwm.errors import ConfigError
 from cogwm.models.llamacpp import (
     ADAPTER_ALIASES,
     ALIASES,
+    AdapterAlias,
     adapter_alias_folder,
     alias_path,
     make_llamacpp,
@@ -73,10 +74,21 @@ def test_the_manifest_is_the_one_the_adapter_was_trained_on() -> None:
 
 
 def test_no_shipped_file_names_a_path_of_the_machine_it_was_built_on() -> None:
-    for path in FOLDER.iterdir():
-        if path.suffix in {".json", ".md"}:
-            text = path.read_text(encoding="utf-8")
-            assert not re.search(r"(/home/|/root/|/work/|/tmp/|[A-Z]:\\)", text), path.name
+    for path in FOLDER.iterdir():  # the GGUF's metadata and the PNG's text chunks too
+        assert not re.search(rb"(/home/|/root/|/work/|/tmp/)", path.read_bytes()), path.name
+        if path.suffix in {".json", ".md"}:  # in binary data, "C:\\" can be chance bytes
+            assert not re.search(r"[A-Z]:\\", path.read_text(encoding="utf-8")), path.name
+
+
+def test_a_lora_over_the_alias_or_a_missing_adapter_is_one_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ConfigError, match="already applies its own LoRA"):
+        make_llamacpp(f"smollm2-wm+{FOLDER / 'adapter.gguf'}", {})
+    broken = AdapterAlias("smollm2", "no-such-folder", "an install without its adapter")
+    monkeypatch.setitem(ADAPTER_ALIASES, "smollm2-wm", broken)
+    with pytest.raises(ConfigError, match="is missing from this install"):
+        make_llamacpp("smollm2-wm", {})
 
 
 def test_the_alias_is_the_base_with_the_packaged_lora() -> None:
@@ -88,8 +100,6 @@ def test_the_alias_is_the_base_with_the_packaged_lora() -> None:
     assert backend.name == "smollm2-wm"
     # Cached replies are keyed by the identity: the base's plus the LoRA's content hash.
     assert backend.identity.startswith(base.identity + "+adapter.gguf@")
-    with pytest.raises(ConfigError, match="already applies its own LoRA"):
-        make_llamacpp(f"smollm2-wm+{FOLDER / 'adapter.gguf'}", {})
 
 
 def test_the_quickstart_user_is_the_world_model_and_the_judges_the_base() -> None:
@@ -98,6 +108,7 @@ def test_the_quickstart_user_is_the_world_model_and_the_judges_the_base() -> Non
     assert config.simulator.history_turns == WORLD_MODEL_WINDOW
     assert config.intent_model.model == EMBEDDED_MODEL
     assert config.judge_model.model == EMBEDDED_MODEL
+    assert config.annotator_model.model == EMBEDDED_MODEL
     assert {agent.model for agent in config.agents} == {EMBEDDED_MODEL}
     # Another model (a test fake, an API model) plays every role itself.
     other = quickstart_config(Preset.QUICK, model="fake:x")

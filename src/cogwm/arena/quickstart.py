@@ -7,8 +7,8 @@ was trained on. The intent detector and the GoodOutcome judge are the base SmolL
 temperature 0. Presets:
 
 - ``quick`` (default): 3 built-in scenarios per task, conversations of at most 5 rounds (2 cold
-  start + 3 simulated), the intent detector from round 4: 18 conversations, about 5 minutes on
-  2 idle CPU cores (measured: 12 conversations in 3 min 43 s), well inside 15 minutes.
+  start + 3 simulated), the intent detector from round 4: 18 conversations, about 6 minutes on
+  2 idle CPU cores (measured with the world model: 387 s), well inside 15 minutes.
 - ``full``: the paper's protocol (at most 20 rounds, detector from round 8), 5 scenarios per task.
 
 Both run the same code path as ``cogwm arena run``.
@@ -65,7 +65,7 @@ def quickstart_config(
     if dialogues is not None:
         settings["dialogues_per_task"] = dialogues
     simulator: dict[str, Any] = {"model": model, "temperature": 0.3, "max_tokens": 300}
-    if model == EMBEDDED_MODEL:
+    if model.strip().lower() == EMBEDDED_MODEL:
         simulator |= {"model": WORLD_MODEL, "history_turns": WORLD_MODEL_WINDOW}
     raw: dict[str, Any] = {
         "name": f"quickstart-{preset.value}",
@@ -78,6 +78,7 @@ def quickstart_config(
         # Named, so that they stay the base model when the simulator is the world model.
         "intent_detector": {"model": model, "temperature": 0.0, "max_tokens": 16},
         "judge": {"model": model, "temperature": 0.0, "max_tokens": 300},
+        "profile_annotator": {"model": model, "temperature": 0.0, "max_tokens": 160},
         "agents": [
             {
                 "name": name,

@@ -61,7 +61,8 @@ def quickstart(
         stored = store.run()
         if stored is not None and stored.config_hash != config_hash(config):
             raise ConfigError(
-                f"{db} holds a different run ({stored.name}); pass another --db or delete it"
+                f"{db} holds a different run ({stored.name}: other settings, or made by an "
+                "older cogwm); pass another --db or delete it"
             )
         summary = asyncio.run(run_arena(config, store, resume=True, show_progress=progress))
         if summary.interrupted:
