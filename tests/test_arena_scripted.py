@@ -33,7 +33,9 @@ def test_the_scripts_say_what_their_names_say() -> None:
     assert all(SYMPATHY.search(line) and line.endswith("?") for line in Supportive.lines)
 
 
-def test_both_scripts_play_a_whole_arena_run_and_replay_the_same(tmp_path: Path) -> None:
+def test_both_scripts_play_a_whole_arena_run_and_replay_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     raw = config(
         tasks=["ESC"],
         dialogues_per_task=2,
@@ -44,6 +46,7 @@ def test_both_scripts_play_a_whole_arena_run_and_replay_the_same(tmp_path: Path)
     )
 
     def replies(db: Path) -> dict[tuple[str, str], list[str]]:
+        monkeypatch.setenv("COGWM_CACHE_DIR", str(db.with_suffix(".cache")))  # nothing replayed
         with RunStore(db) as store:
             asyncio.run(run_arena(parse_config(raw), store, show_progress=False))
             said: dict[tuple[str, str], list[str]] = {}

@@ -11,8 +11,9 @@ treated. Use them as Python agents::
     name = "scripted-dismissive"
     python = "cogwm.arena.scripted:Dismissive"
 
-Each reply depends on the agent's turn number and the conversation's seed alone (no model, no
-randomness of its own), so a replay says the same thing.
+Each reply is the script's line picked by the round's seed (which the arena derives from the
+conversation's seed and the round) and the agent's turn count: no model and no randomness of its
+own, so a replay says the same thing. A line may come twice in a row.
 """
 
 from __future__ import annotations
@@ -44,13 +45,13 @@ _DISMISSIVE = (
 
 
 class _Script:
-    """Says the line of its script for its turn number, starting where the seed says."""
+    """Says the line of its script that the round's seed and its turn count pick."""
 
     lines: tuple[str, ...] = ()
     version = SCRIPT_VERSION
 
     def next_turn(self, history: Sequence[ArenaTurn], *, seed: int) -> str:
-        """The next line of the script (``history`` only counts the agent's earlier turns)."""
+        """The line for this round (``history`` only counts the agent's earlier turns)."""
         mine = sum(1 for turn in history if turn.role.value == "agent")
         return self.lines[(seed + mine) % len(self.lines)]
 
