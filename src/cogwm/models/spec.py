@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import cache
 from typing import NamedTuple
 
 from cogwm.errors import InputError
@@ -77,6 +78,7 @@ def base_model(spec: str) -> str | None:
     return None
 
 
+@cache  # asked once per conversation of a report, with a handful of distinct addresses
 def runs_on_base_of(agent: str, simulator: str) -> bool:
     """Whether ``agent`` is the model that the ``simulator`` address applies an adapter over.
 
