@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -36,3 +37,10 @@ def foreign_db(path: Path) -> Path:
     conn.commit()
     conn.close()
     return path
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child the test sends SIGINT: a shell that started the test run in the
+    background (``cmd &``) leaves SIGINT ignored, the child inherits that, and Python then
+    installs no KeyboardInterrupt handler, so the Ctrl-C under test would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from helpers_cli import interruptible
+
 TESTS = Path(__file__).resolve().parent
 CONFIG = """
 name = "kill-resume"
@@ -147,7 +149,12 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path: Path) -> None:
     env = {**os.environ, "COGWM_CACHE_DIR": str(tmp_path / "cache")}
     db = tmp_path / "runs.sqlite"
     child = subprocess.Popen(
-        _command(config, db), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        _command(config, db),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 60
     while _finished(db) < 2:

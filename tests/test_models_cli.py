@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cogwm.cli.main import _register, app
+from helpers_cli import interruptible
 
 runner = CliRunner()
 _register()
@@ -125,6 +126,7 @@ def test_chat_ctrl_c_while_waiting_for_a_line_exits_at_once():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     try:
         assert process.stdin is not None and process.stdout is not None
