@@ -56,6 +56,16 @@ def test_the_folder_holds_the_adapter_its_card_and_the_figures_it_shipped_under(
     assert training["hyperparameters"]["objective"] == "joint"
 
 
+def test_the_shipped_adapter_is_small_and_stored_in_f16_or_quantized() -> None:
+    """A package-shipped adapter stays under 20 MB, in f16 or a quantized type: an f32 export
+    of the same LoRA is twice the size for no change in what llama.cpp computes."""
+    gguf = pytest.importorskip("gguf")
+    path = FOLDER / "adapter.gguf"
+    assert path.stat().st_size < 20 * 1024 * 1024
+    types = {tensor.tensor_type for tensor in gguf.GGUFReader(path).tensors}
+    assert types and not types & {gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F64}
+
+
 def test_the_adapter_was_trained_on_the_prompts_the_simulator_sends_today() -> None:
     """A change of the simulator's prompts must come with a retrained (or re-checked) adapter:
     the model learned the exact wording of its inputs."""
