@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cogwm import tasks
-from cogwm.arena.config import WINDOW_FIELDS, AgentKind, ArenaConfig, ModelConfig
+from cogwm.arena.config import WINDOW_FIELDS, AgentConfig, AgentKind, ArenaConfig, ModelConfig
 from cogwm.arena.judging import judge_prompt
 from cogwm.arena.prompts import (
     AGENT_COT,
@@ -122,6 +122,7 @@ class Digests:
         self._preps: dict[tuple[str, str], str] = {}
         self._shared: dict[str, str] = {}
         self._units: dict[str, str] = {}
+        self._agents: dict[str, tuple[dict[str, Any], list[Any]]] = {}
 
     def prep(self, task: str, scenario: Scenario) -> str:
         """The preparation digest of ``scenario`` (see ``prep_digest``)."""
@@ -162,14 +163,22 @@ class Digests:
             found = self._units[unit.key] = self._unit(unit)
         return found
 
+    def _agent_part(self, agent: AgentConfig) -> tuple[dict[str, Any], list[Any]]:
+        """An agent's hashed fields and prompt, shared by all its units."""
+        found = self._agents.get(agent.name)
+        if found is None:
+            found = self._agents[agent.name] = (_model(agent), _prompt(self._prompts[agent.name]))
+        return found
+
     def _unit(self, unit: Unit) -> str:
         agent = unit.agent
+        hashed, prompt = self._agent_part(agent)
         data = {
             "v": DIGEST_VERSION,
             "prep": self.prep(unit.task, unit.scenario),
             "task": self._task_part(unit.task),
-            "agent": _model(agent),
-            "agent_prompt": _prompt(self._prompts[agent.name]),
+            "agent": hashed,
+            "agent_prompt": prompt,
             "cot": _prompt(AGENT_COT) if unit.condition is Condition.COT else None,
             "condition": unit.condition.value,
             "trial": unit.trial,

@@ -148,10 +148,17 @@ def resolve_windows(config: ArenaConfig, units: Sequence[Unit] | None = None) ->
         from cogwm.arena.runner import planned_units  # the runner imports this module
 
         units = planned_units(config)
+    # Grouped once: each agent's window reads only its own units (a run has agents x scenarios).
+    by_agent: dict[str, list[Unit]] = {agent.name: [] for agent in config.agents}
+    for unit in units:
+        by_agent[unit.agent.name].append(unit)
+    prompts = config.agent_prompts()
     return Windows(
         _simulator_window(config, units),
         {
-            agent.name: _agent_window(config, i, agent, units)
+            agent.name: _agent_window(
+                config, i, agent, prompts[agent.name].text, by_agent[agent.name]
+            )
             for i, agent in enumerate(config.agents)
         },
     )
@@ -212,17 +219,17 @@ def _advice(context: int, longest: int, minimum: int, peak: Callable[[int | None
 
 
 def _agent_window(
-    config: ArenaConfig, index: int, agent: AgentConfig, units: Sequence[Unit]
+    config: ArenaConfig, index: int, agent: AgentConfig, prompt: str, units: Sequence[Unit]
 ) -> Window:
+    """The window of ``agent``, whose own units are ``units``."""
     if agent.kind is AgentKind.PYTHON:
         return Window(None)  # a Python agent is handed every turn; what it reads is its own
     context = context_tokens(agent.backend(), agent.context_tokens)
-    prompt = config.agent_prompts()[agent.name].text
     calls: list[tuple[int, Sequence[int], Sequence[int]]] = []
     done: set[tuple[str, str, Condition]] = set()
     for unit in units:
         met = (unit.task, unit.scenario.id, unit.condition)
-        if unit.agent.name != agent.name or met in done:
+        if met in done:
             continue
         done.add(met)
         system, reply = agent_call_tokens(config, agent, unit.task, prompt, unit.condition)
