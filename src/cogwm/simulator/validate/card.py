@@ -42,6 +42,70 @@ class Baselines(_Rec):
 
     majority: float | None = None
     random: float | None = None
+    carry_forward: float | None = Field(
+        default=None,
+        description="Answer the value of the scored field in the state the prompt shows.",
+    )
+    lexicon: float | None = Field(
+        default=None, description="A sentiment lexicon's score of the turn's text (VADER)."
+    )
+    text_classifier: float | None = Field(
+        default=None, description="TF-IDF + logistic regression fitted on the train split."
+    )
+    combined: float | None = Field(
+        default=None,
+        description="Logistic regression on carry-forward, text score and the state-shown flag.",
+    )
+    best_trivial: str | None = Field(
+        default=None,
+        description="Which trivial rule is the yardstick: the best on the validation split, "
+        "chosen there before any test figure is computed.",
+    )
+
+
+class Gate(_Rec):
+    """The simulator against the best trivial baseline on the same items: a paired bootstrap
+    over dialogues of (simulator - baseline). Passed when the interval's lower bound is above 0
+    (above, for a figure where higher is better)."""
+
+    baseline: str = Field(description="The trivial rule compared with (Baselines.best_trivial).")
+    difference: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int
+    passed: bool | None = Field(description="None: undefined on these items.")
+
+
+class Check(_Rec):
+    """A responsiveness check: does the simulator's state follow what the agent does?
+
+    The instrument's own unit tests (counterfactual agent turns, known groups of people, arena
+    sensitivity). Each says what a simulator that copies the state it is shown would score, so a
+    reader sees the figure a copy machine reaches beside the simulator's.
+    """
+
+    name: str = Field(description="'counterfactual', 'known_groups' or 'arena_sensitivity'.")
+    task: str = Field(description="The task or corpus pair the check ran on, e.g. 'ESC'.")
+    metric: str = Field(description="What the value measures, e.g. 'valence_ordering'.")
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int = Field(description="Units behind the value (histories, dialogues or scenarios).")
+    n_failed: int = Field(default=0, description="Units with a failed simulator call.")
+    copy_machine: float | None = Field(
+        default=None, description="What a simulator copying the state it is shown scores."
+    )
+    baselines: dict[str, float | None] = Field(
+        default_factory=dict, description="Other yardsticks on the same units, by name."
+    )
+    passed: bool | None = Field(description="None: the check could not be decided.")
+    rule: str = Field(description="The pass rule, in words.")
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """``name.task.metric``: the check's row name."""
+        return f"{self.name}.{self.task}.{self.metric}"
 
 
 class ItemRow(_Rec):
@@ -83,13 +147,23 @@ class Figure(_Rec):
     rows: list[ItemRow] | None = Field(
         default=None, description="The items behind the value (for paired comparisons)."
     )
+    subset: str = Field(
+        default="all",
+        description="Which of the part's items: 'all', 'change' (the gold differs from the "
+        "value the prompt shows), 'same' or 'no_previous' (the prompt shows none).",
+    )
+    gate: Gate | None = Field(
+        default=None, description="The paired comparison with the best trivial baseline."
+    )
 
     _current_part = field_validator("part", mode="before")(_part_name)
 
     @property
     def key(self) -> str:
-        """The figure's row name in a comparison: ``part.metric[mode]``."""
-        return f"{self.part}.{self.metric}[{self.mode}]"
+        """The figure's row name in a comparison: ``part.metric[mode]``, with ``:subset``
+        after the metric for a subset other than all items."""
+        metric = self.metric if self.subset == "all" else f"{self.metric}:{self.subset}"
+        return f"{self.part}.{metric}[{self.mode}]"
 
 
 class PartInfo(_Rec):
@@ -137,6 +211,9 @@ class Card(_Rec):
     figures: list[Figure] = Field(default_factory=list)
     left_out: dict[str, str] = Field(
         default_factory=dict, description="Parts asked for but not measured, with the reason."
+    )
+    checks: list[Check] = Field(
+        default_factory=list, description="Responsiveness checks (see :class:`Check`)."
     )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
