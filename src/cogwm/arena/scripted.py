@@ -4,12 +4,17 @@ A small model told to be dismissive may still write sympathy (SmolLM2-135M with
 ``builtin:dismissive`` does, as often as with ``builtin:empathetic``), so a run whose agents do
 not separate cannot say whether the agents or the simulated user failed. These agents follow
 their script whatever the model underneath the arena: if a simulated user's states do not move
-apart between ``Supportive`` and ``Dismissive``, the simulator does not respond to how it is
-treated. Use them as Python agents::
+apart between ``Supportive``, ``Dismissive`` and ``Hostile``, the simulator does not respond to
+how it is treated (``cogwm arena sensitivity`` measures exactly that). Use them as Python
+agents::
 
     [[agents]]
     name = "scripted-dismissive"
     python = "cogwm.arena.scripted:Dismissive"
+
+Each agent reads its task from the brief the arena hands it: on PD (persuasion to donate to Save
+the Children) it speaks as a persuader, on every other task as a supporter (the ESC script).
+``PersuaderSupportive``-style names fix the task's script whatever the run's task is.
 
 Each reply is the script's line picked by the round's seed (which the arena derives from the
 conversation's seed and the round) and the agent's turn count: no model and no randomness of its
@@ -18,37 +23,110 @@ own, so a replay says the same thing. A line may come twice in a row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from cogwm.arena.transcript import ArenaTurn
 
 #: Bumped when a script's lines change: the version enters the conversations' digests.
-SCRIPT_VERSION = "scripted-1"
+SCRIPT_VERSION = "scripted-2"
 
-_SUPPORTIVE = (
-    "That sounds really hard, and it makes sense that you feel this way. What weighs on you most?",
-    "Thank you for telling me. You are dealing with a lot. How have you been coping so far?",
-    "I can hear how much this matters to you. What would help you most right now?",
-    "It is understandable to feel like that after what happened. Who could support you in this?",
-    "It took courage to talk about it, and I understand why you feel stuck. What could you try?",
-    "I am glad you are sharing this with me; your feelings make sense. What would help next?",
-)
+#: The task whose script an agent speaks when its task has none of its own.
+DEFAULT_SCRIPT_TASK = "ESC"
 
-_DISMISSIVE = (
-    "That's not really a big deal. Anyway, did you catch the game last night?",
-    "Everyone goes through that, you'll get over it. Nice weather today, isn't it?",
-    "I don't see the problem, honestly. Let's talk about something else.",
-    "Hm. Whatever. Have you tried any new restaurants lately?",
-    "You're overthinking it. By the way, what's your favourite TV show?",
-    "Sounds like a you problem. So, any plans for the weekend?",
-)
+_SUPPORTER = {
+    "supportive": (
+        "Thank you for trusting me with this; it makes sense that you feel this way. "
+        "What weighs on you most?",
+        "Thank you for telling me. You are dealing with a lot. How have you been coping so far?",
+        "I can hear how much this matters to you. What would help you most right now?",
+        "It is understandable to feel like that after what happened. Who could support you in "
+        "this?",
+        "It took courage to talk about it, and I understand why you feel stuck. "
+        "What could you try?",
+        "I am glad you are sharing this with me; your feelings make sense. What would help next?",
+    ),
+    "dismissive": (
+        "That's not really a big deal. Anyway, did you catch the game last night?",
+        "Everyone goes through that, you'll get over it. Nice weather today, isn't it?",
+        "I don't see the problem, honestly. Let's talk about something else.",
+        "Hm. Whatever. Have you tried any new restaurants lately?",
+        "You're overthinking it. By the way, what's your favourite TV show?",
+        "Sounds like a you problem. So, any plans for the weekend?",
+    ),
+    "hostile": (
+        "That's pathetic. You brought this on yourself.",
+        "Stop whining. Nobody cares about your stupid problems.",
+        "You are weak and useless, and this mess is your own fault.",
+        "Honestly, you deserve to feel miserable after what you did, you worthless failure.",
+        "Quit crying. You're a burden to everyone around you.",
+        "What a loser. No wonder people can't stand you.",
+    ),
+}
+
+_PERSUADER = {
+    "supportive": (
+        "Thank you for hearing me out. Save the Children helps kids get food, medicine and "
+        "school. Would you like to know how your gift is used?",
+        "That is a fair question, and I appreciate you asking. Most of each donation goes "
+        "straight to programs for children in need.",
+        "I respect that money is tight. Even a small donation, like one dollar, helps provide "
+        "clean water and care for a child.",
+        "You care about doing good, and that is wonderful. Save the Children is a trusted "
+        "charity that reports how it spends its funds.",
+        "I completely understand if you want to think it over. Would it help if I shared how "
+        "the charity protects children in emergencies?",
+        "Your kindness could really help a child today. Would you consider giving part of "
+        "your task payment to Save the Children?",
+    ),
+    "dismissive": (
+        "Whatever you think. Anyway, did you watch anything good on TV last night?",
+        "Hm, not sure that matters. So what do you usually eat for lunch?",
+        "I don't really have time for your questions. Let's talk about something else.",
+        "Okay. Anyway, have you ever been to the beach in winter?",
+        "That's beside the point. By the way, what's your favourite colour?",
+        "Sure, sure. So, any plans for the weekend?",
+    ),
+    "hostile": (
+        "Just donate already. Stop making stupid excuses, you selfish cheapskate.",
+        "Only a heartless, greedy person would refuse to give. Shame on you.",
+        "Your questions are idiotic and I'm sick of them. Hand over the money.",
+        "You're pathetic. Children are dying while you hoard a few lousy dollars.",
+        "Quit whining about your budget. You're a terrible, selfish person.",
+        "Don't be an ignorant fool. Donate now or admit you hate kids.",
+    ),
+}
+
+#: Each task's scripts by behaviour.
+SCRIPTS: Mapping[str, Mapping[str, tuple[str, ...]]] = {"ESC": _SUPPORTER, "PD": _PERSUADER}
+
+
+def script_lines(task: str, behaviour: str) -> tuple[str, ...]:
+    """The lines of ``behaviour`` ('supportive', 'dismissive' or 'hostile') for ``task``
+    (tasks without a script of their own get the ESC script)."""
+    return SCRIPTS.get(task, SCRIPTS[DEFAULT_SCRIPT_TASK])[behaviour]
 
 
 class _Script:
-    """Says the line of its script that the round's seed and its turn count pick."""
+    """Says the line of its script that the round's seed and its turn count pick.
 
-    lines: tuple[str, ...] = ()
+    The arena calls the class with its ``AgentBrief``; called without one (or with a brief
+    for a task that has no script), the agent speaks its ``task``'s script.
+    """
+
+    behaviour = "supportive"
+    task: str | None = None  # None: the task of the brief
     version = SCRIPT_VERSION
+    #: The lines of the class's own task, or of the default task (read by docs and tests).
+    lines: tuple[str, ...] = ()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls.lines = script_lines(cls.task or DEFAULT_SCRIPT_TASK, cls.behaviour)
+
+    def __init__(self, brief: object | None = None):
+        given = getattr(brief, "task", None)  # an AgentBrief
+        task = self.task or (given if isinstance(given, str) else DEFAULT_SCRIPT_TASK)
+        self.lines = script_lines(task, self.behaviour)
 
     def next_turn(self, history: Sequence[ArenaTurn], *, seed: int) -> str:
         """The line for this round (``history`` only counts the agent's earlier turns)."""
@@ -57,12 +135,55 @@ class _Script:
 
 
 class Supportive(_Script):
-    """Validates the user's feelings and asks one open question, every turn."""
+    """Respectful and warm, every turn: on ESC it validates the user's feelings and asks one
+    open question; on PD it informs, answers concerns and asks gently."""
 
-    lines = _SUPPORTIVE
+    behaviour = "supportive"
 
 
 class Dismissive(_Script):
-    """Minimises what the user says and changes the subject, every turn."""
+    """Ignores the person, every turn: minimises what they say and changes the subject."""
 
-    lines = _DISMISSIVE
+    behaviour = "dismissive"
+
+
+class Hostile(_Script):
+    """Contemptuous and blaming, every turn (on PD: pushy and insulting)."""
+
+    behaviour = "hostile"
+
+
+class SupporterSupportive(Supportive):
+    """The ESC supportive script, whatever the run's task."""
+
+    task = "ESC"
+
+
+class SupporterDismissive(Dismissive):
+    """The ESC dismissive script, whatever the run's task."""
+
+    task = "ESC"
+
+
+class SupporterHostile(Hostile):
+    """The ESC hostile script, whatever the run's task."""
+
+    task = "ESC"
+
+
+class PersuaderSupportive(Supportive):
+    """The PD helpful persuader, whatever the run's task."""
+
+    task = "PD"
+
+
+class PersuaderDismissive(Dismissive):
+    """The PD dismissive persuader, whatever the run's task."""
+
+    task = "PD"
+
+
+class PersuaderHostile(Hostile):
+    """The PD hostile persuader, whatever the run's task."""
+
+    task = "PD"
