@@ -196,9 +196,10 @@ def _prepare(config: ArenaConfig, scenario: Scenario, tally: _Tallier) -> None:
     """The scenario's preparation: the opening's state, and the profile when annotated."""
     opening = sum(_tokens(t.text) for t in scenario.opening)
     fixed = _tokens(SIMULATOR_SYSTEM.text + SIMULATOR_OPENING.text + scenario.context)
-    tally("simulator", config.simulator).add(fixed + opening, config.simulator.max_tokens)
-    if config.annotate_profiles and scenario.profile is None:
-        annotator = config.annotator_model
+    if config.simulator.python is None:  # a Python simulator's turns are no model calls
+        tally("simulator", config.simulator).add(fixed + opening, config.simulator.max_tokens)
+    annotator = config.annotator_model
+    if config.annotate_profiles and scenario.profile is None and annotator is not None:
         tally("profile_annotator", annotator).add(
             _tokens(PROFILE_ANNOTATOR.text) + opening, annotator.max_tokens
         )
@@ -275,13 +276,15 @@ def _user_side_calls(
     fixed = simulator_fixed_tokens(unit.scenario)
     for k in range(1, config.max_rounds - COLD_START_ROUNDS + 1):
         shown = shown_tokens(turns, opening + 2 * k - 1, window)
-        tally("simulator", simulator).add(fixed + shown, simulator.max_tokens)
+        if simulator.python is None:
+            tally("simulator", simulator).add(fixed + shown, simulator.max_tokens)
         round_number = COLD_START_ROUNDS + k
         # As the orchestrator: from intent_from_round on, never at the last round.
-        if config.intent_from_round <= round_number < config.max_rounds:
+        if detector is not None and config.intent_from_round <= round_number < config.max_rounds:
             shown = shown_tokens(turns, opening + 2 * k, window)
             tally("intent_detector", detector).add(
                 _tokens(INTENT_DETECTOR.text) + shown, detector.max_tokens
             )
-    judged = sum(turns[:opening]) + sum(turns[opening:][-JUDGED_TURNS:])
-    tally("judge", judge).add(_tokens(judge_prompt().text) + judged, judge.max_tokens)
+    if judge is not None and config.good_outcome:
+        judged = sum(turns[:opening]) + sum(turns[opening:][-JUDGED_TURNS:])
+        tally("judge", judge).add(_tokens(judge_prompt().text) + judged, judge.max_tokens)

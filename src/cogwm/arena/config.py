@@ -131,8 +131,16 @@ DEFAULT_SIMULATOR_WINDOW = 8
 
 
 class SimulatorConfig(ModelConfig):
-    """The user simulator (temperature 0.3 by default, as in the paper's protocol)."""
+    """The user simulator (temperature 0.3 by default, as in the paper's protocol): a model
+    address, or ``python = "package.module:factory"`` for a simulator written in Python (see
+    ``cogwm.arena.simulators``; its ``options`` are the factory's keyword arguments)."""
 
+    model: str = Field(default="", description="Model address, e.g. 'llamacpp:smollm2-wm'.")
+    python: str | None = Field(
+        default=None,
+        description="'package.module:factory' of a Python simulator, e.g. "
+        "'cogwm.simulator.rule:SentimentMeter' (instead of a model).",
+    )
     temperature: float = Field(default=0.3, ge=0.0)
     max_tokens: int = Field(default=300, ge=1)
     history_turns: int | None = Field(
@@ -149,9 +157,35 @@ class SimulatorConfig(ModelConfig):
         "n_ctx; unknown for other backends).",
     )
 
+    @model_validator(mode="after")
+    def _one_kind(self) -> SimulatorConfig:
+        if self.python is None:
+            if len(self.model) < 3:
+                raise ValueError("model: a model address is required (or give python)")
+            return self
+        if self.model:
+            raise ValueError("model: a python simulator has no model")
+        module, sep, attr = self.python.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"python: expected 'package.module:factory', got {self.python!r}")
+        return self
+
+    def label(self) -> str:
+        """What the simulator is, for the store and reports."""
+        return self.model if self.python is None else f"python:{self.python}"
+
     def hashed(self) -> dict[str, Any]:
-        """As any model's, with the window fields when set."""
-        return _without_windows(super().hashed())
+        """As any model's, with the window fields when set; a Python simulator's import path,
+        options and ``identity`` (built here)."""
+        if self.python is None:
+            data = _without_windows(super().hashed())
+            data.pop("python", None)  # a model simulator's hash is what it always was
+            return data
+        from cogwm.arena.simulators import simulator_identity
+
+        data = _without_windows(self.model_dump(mode="json"))
+        data["identity"] = simulator_identity(self)
+        return data
 
 
 class AgentKind(StrEnum):
@@ -404,6 +438,11 @@ class ArenaConfig(_Section):
         "(else the neutral default).",
     )
     cache: bool = Field(default=True, description="Cache model replies (resume replays them).")
+    good_outcome: bool = Field(
+        default=True,
+        description="Ask the judge for GoodOutcome at the end of each conversation (false: "
+        "GoodOutcome is not judged and stays undefined; no judge is needed).",
+    )
     simulator: SimulatorConfig
     intent_detector: ModelConfig | None = None
     judge: ModelConfig | None = None
@@ -447,6 +486,19 @@ class ArenaConfig(_Section):
                 f"{self.max_rounds} (the intent detector would never run); give at most "
                 f"{self.max_rounds}"
             )
+        if self.simulator.python is not None:
+            # A Python simulator is no model the other roles could default to.
+            needed = {
+                "intent_detector": self.intent_from_round < self.max_rounds,
+                "judge": self.good_outcome,
+                "profile_annotator": self.annotate_profiles,
+            }
+            for role, used in needed.items():
+                if used and getattr(self, role) is None:
+                    raise ValueError(
+                        f"{role}: a python simulator has no model for the {role} to default "
+                        f"to; give [{role}]" + _ROLE_OFF.get(role, "")
+                    )
         return self
 
     @property
@@ -463,19 +515,28 @@ class ArenaConfig(_Section):
         return agent.history_turns if agent.history_turns is not None else self.history_turns
 
     @property
-    def intent_model(self) -> ModelConfig:
-        """The intent detector (default: the simulator's model at temperature 0)."""
+    def intent_model(self) -> ModelConfig | None:
+        """The intent detector (default: the simulator's model at temperature 0; None with a
+        Python simulator and no detector, which the config then never asks)."""
         return self.intent_detector or _deterministic(self.simulator, max_tokens=16)
 
     @property
-    def judge_model(self) -> ModelConfig:
-        """The GoodOutcome judge (default: the simulator's model at temperature 0)."""
+    def judge_model(self) -> ModelConfig | None:
+        """The GoodOutcome judge (default: the simulator's model at temperature 0; None with a
+        Python simulator and no judge, which the config then never asks)."""
         return self.judge or _deterministic(self.simulator, max_tokens=300)
 
     @property
-    def annotator_model(self) -> ModelConfig:
-        """The profile annotator (default: the simulator's model at temperature 0)."""
+    def annotator_model(self) -> ModelConfig | None:
+        """The profile annotator (default: the simulator's model at temperature 0; None with a
+        Python simulator and no annotator, which the config then never asks)."""
         return self.profile_annotator or _deterministic(self.simulator, max_tokens=160)
+
+    @property
+    def asks_intent(self) -> bool:
+        """Whether the intent detector is ever asked (from ``intent_from_round`` on, never at
+        the last round)."""
+        return self.intent_from_round < self.max_rounds
 
     def agent_prompts(self) -> dict[str, Prompt]:
         """Each agent's own prompt, resolved (built-in personas or literal text)."""
@@ -505,10 +566,24 @@ def _without_windows(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _deterministic(base: ModelConfig, *, max_tokens: int) -> ModelConfig:
+#: How a config can do without a role (in the message asking for it).
+_ROLE_OFF = {
+    "intent_detector": " or set intent_from_round = max_rounds",
+    "judge": " or set good_outcome = false",
+    "profile_annotator": " or leave annotate_profiles off",
+}
+
+
+def _deterministic(base: SimulatorConfig, *, max_tokens: int) -> ModelConfig | None:
+    if base.python is not None:
+        return None
     return ModelConfig(
         model=base.model, options=base.options, temperature=0.0, max_tokens=max_tokens
     )
+
+
+def _hashed(model: ModelConfig | None) -> dict[str, Any] | None:
+    return None if model is None else model.hashed()
 
 
 def load_config(path: Path) -> ArenaConfig:
@@ -545,6 +620,13 @@ def parse_config(raw: dict[str, Any], *, source: str = "config") -> ArenaConfig:
                     import_factory(agent.python)
                 except ConfigError as exc:
                     raise ConfigError(f"agents.{i}.python: {exc}") from None
+        if config.simulator.python is not None:
+            from cogwm.arena.simulators import simulator_identity
+
+            try:
+                simulator_identity(config.simulator)
+            except ConfigError as exc:
+                raise ConfigError(f"simulator.python: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "(top level)"
@@ -575,9 +657,11 @@ def hashed_view(config: ArenaConfig) -> dict[str, Any]:
     """The part of the config that the hash covers (prompt texts resolved)."""
     data = {k: v for k, v in config.model_dump(mode="json").items() if k not in _OUTSIDE_HASH}
     data["simulator"] = config.simulator.hashed()
-    data["intent_detector"] = config.intent_model.hashed()
-    data["judge"] = config.judge_model.hashed()
-    data["profile_annotator"] = config.annotator_model.hashed()
+    data["intent_detector"] = _hashed(config.intent_model)
+    data["judge"] = _hashed(config.judge_model)
+    data["profile_annotator"] = _hashed(config.annotator_model)
+    if config.good_outcome:  # the default: the hash of a run made before the switch stays
+        del data["good_outcome"]
     data["agents"] = [a.hashed() for a in config.agents]
     data["prompts"] = [p.model_dump(mode="json") for p in config.prompts()]
     recorded = tasks.file_tasks(config.tasks)

@@ -87,6 +87,11 @@ def _model(spec: ModelConfig) -> dict[str, Any]:
     return {k: v for k, v in spec.hashed().items() if k not in WINDOW_FIELDS}
 
 
+def _hashed(spec: ModelConfig | None) -> dict[str, Any] | None:
+    """A role's hashed model (None: the run has none for the role)."""
+    return None if spec is None else spec.hashed()
+
+
 def prep_digest(
     config: ArenaConfig, task: str, scenario: Scenario, windows: Windows | None = None
 ) -> str:
@@ -104,7 +109,7 @@ def prep_digest(
             "prompts": [_prompt(SIMULATOR_SYSTEM), _prompt(SIMULATOR_OPENING)],
             "format": format_version(),
             "schemas": _simulator_schemas(task)[:1],
-            "annotator": [config.annotator_model.hashed(), _prompt(PROFILE_ANNOTATOR)]
+            "annotator": [_hashed(config.annotator_model), _prompt(PROFILE_ANNOTATOR)]
             if annotated
             else None,
         }
@@ -144,8 +149,8 @@ class Digests:
                         format_version(),
                         _simulator_schemas(task),
                     ],
-                    "intent": [config.intent_model.hashed(), _prompt(INTENT_DETECTOR)],
-                    "judge": [config.judge_model.hashed(), _prompt(judge_prompt())],
+                    "intent": [_hashed(config.intent_model), _prompt(INTENT_DETECTOR)],
+                    "judge": [_hashed(config.judge_model), _prompt(judge_prompt())],
                     "limits": [
                         config.max_rounds,
                         config.intent_from_round,

@@ -138,7 +138,7 @@ class StateReading(NamedTuple):
     """The simulator's reading of the opening: the initial state and the call that made it."""
 
     state: CognitiveState
-    call_id: str
+    call_id: str | None
 
 
 class SimulatorParticipant:

@@ -17,11 +17,16 @@ def model_roles(config: ArenaConfig) -> Iterator[tuple[str, ModelConfig]]:
     for agent in config.agents:
         if agent.kind is AgentKind.MODEL:
             yield f"agents.{agent.name}", agent
-    yield "simulator", config.simulator
-    yield "intent_detector", config.intent_model
-    yield "judge", config.judge_model
-    if config.annotate_profiles:
-        yield "profile_annotator", config.annotator_model
+    if config.simulator.python is None:  # a Python simulator calls no model
+        yield "simulator", config.simulator
+    roles = {
+        "intent_detector": config.intent_model,
+        "judge": config.judge_model,
+        "profile_annotator": config.annotator_model if config.annotate_profiles else None,
+    }
+    for role, spec in roles.items():
+        if spec is not None:  # None: a Python simulator's run that never asks the role
+            yield role, spec
 
 
 def preflight(config: ArenaConfig) -> None:

@@ -13,7 +13,7 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -25,19 +25,17 @@ from cogwm.arena.budget import Budget
 from cogwm.arena.collector import steady_collector
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
 from cogwm.arena.digests import Digests, ask_served_models
-from cogwm.arena.judging import judge_good_outcome
+from cogwm.arena.judging import Verdict, judge_good_outcome
 from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
-from cogwm.arena.participants import (
-    IntentDetector,
-    ProfileAnnotator,
-    SimulatorParticipant,
-)
+from cogwm.arena.participants import IntentDetector, ProfileAnnotator
 from cogwm.arena.progress import RunProgress
+from cogwm.arena.protocol import Participant
 from cogwm.arena.provenance import git_revision, package_versions
 from cogwm.arena.scenarios import Scenario, select_scenarios
 from cogwm.arena.scoring import conversation_metrics, user_states
+from cogwm.arena.simulators import build_simulator
 from cogwm.arena.termination import ConversationStatus, FailureOrigin, Termination
-from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
+from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup, derive_seed
 from cogwm.arena.units import Shard, Unit, plan_units, shard_units
 from cogwm.arena.windows import Windows, resolve_windows
 from cogwm.errors import CogwmError, ConfigError
@@ -169,10 +167,10 @@ class ArenaRunner:
             seed = derive_seed(self.config.seed, task.name, scenario.id)
             turns = cold_start_turns(scenario)
             profile = await self._profile(task, scenario, turns, seed)
-            simulator = SimulatorParticipant(
-                self.model(self.config.simulator),
+            simulator = build_simulator(
                 self.config.simulator,
                 task,
+                model=lambda: self.model(self.config.simulator),
                 history_turns=self.digests.windows.simulator.turns,
             )
             setup = UserSetup(context=scenario.context, profile=profile)
@@ -201,6 +199,8 @@ class ArenaRunner:
         if not self.config.annotate_profiles:
             return Profile.neutral()
         model = self.config.annotator_model
+        if model is None:  # the config's validation rules this out
+            raise ConfigError("annotate_profiles needs a [profile_annotator]")
         annotator = ProfileAnnotator(self.model(model), model, task)
         return await annotator.annotate(turns, seed=derive_seed(seed, "profile"))
 
@@ -230,14 +230,7 @@ class ArenaRunner:
         outcome = await self._converse(unit, task, conversation_id)
         if outcome.termination is Termination.ERROR:
             return await self._fail(conversation_id, outcome.rounds, outcome.error)
-        judge = self.judge_model
-        verdict = await judge_good_outcome(
-            self.model(judge),
-            judge,
-            task,
-            outcome.turns,
-            seed=derive_seed(unit.seeds(self.config)[1], "judge"),
-        )
+        verdict = await self._judge(unit, task, outcome)
         metrics = conversation_metrics(user_states(outcome.turns), task)
         metrics["go"] = None if verdict.good is None else float(verdict.good)
         # An agent failure is scored like any ending (the trajectory up to it, the judge's
@@ -260,6 +253,25 @@ class ArenaRunner:
         self.progress.on_conversation(failed=False)
         return True
 
+    async def _judge(self, unit: Unit, task: TaskSpec, outcome: Outcome) -> Verdict:
+        """GoodOutcome from the judge; undefined (not asked) when the config switches it off."""
+        judge = self.judge_model
+        if not self.config.good_outcome or judge is None:
+            return Verdict(None, NOT_JUDGED, None)
+        return await judge_good_outcome(
+            self.model(judge),
+            judge,
+            task,
+            outcome.turns,
+            seed=derive_seed(unit.seeds(self.config)[1], "judge"),
+        )
+
+    def _detector(self, task: TaskSpec) -> Participant:
+        intent = self.intent_model
+        if intent is None:  # never asked: the config's validation rules it out otherwise
+            return _NoDetector()
+        return IntentDetector(self.model(intent), intent, task)
+
     async def _converse(self, unit: Unit, task: TaskSpec, conversation_id: int) -> Outcome:
         # Shielded: a cancelled conversation must not cancel a preparation others share.
         prep = await asyncio.shield(self.prep(task, unit.scenario))
@@ -276,10 +288,13 @@ class ArenaRunner:
             history_turns=self._agent_windows[unit.agent.name],
             model=lambda: self.model(self._agent_backends[unit.agent.name]),
         )
-        simulator = SimulatorParticipant(
-            self.model(config.simulator), config.simulator, task, history_turns=self._user_window
+        simulator = build_simulator(
+            config.simulator,
+            task,
+            model=lambda: self.model(config.simulator),
+            history_turns=self._user_window,
         )
-        detector = IntentDetector(self.model(self.intent_model), self.intent_model, task)
+        detector = self._detector(task)
         limits = Limits(max_rounds=config.max_rounds, intent_from_round=config.intent_from_round)
         opening = Opening(
             scenario=unit.scenario,
@@ -318,7 +333,7 @@ class ArenaRunner:
             scenario=unit.scenario.id,
             scenario_source=unit.scenario.source,
             agent_model=unit.agent.label(),
-            simulator_model=self.config.simulator.model,
+            simulator_model=self.config.simulator.label(),
             seed=unit.seed(self.config.seed),
             trial=unit.trial,
             digest=self.digests.unit(unit),
@@ -329,6 +344,17 @@ class ArenaRunner:
         self.progress.on_call(record)
         if self.budget is not None:
             self.budget.charge(record)
+
+
+#: The GoodOutcome detail of a conversation whose config switched the judge off.
+NOT_JUDGED = "not judged (good_outcome = false)"
+
+
+class _NoDetector:
+    """Stands in for the intent detector of a config that never asks one."""
+
+    def next_turn(self, history: Sequence[ArenaTurn], *, seed: int) -> TurnOutput:
+        raise RuntimeError("this run has no intent detector, yet it was asked")
 
 
 def failure_reason(exc: Exception) -> str:

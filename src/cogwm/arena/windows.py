@@ -256,6 +256,8 @@ def _agent_window(
 def _simulator_window(config: ArenaConfig, units: Sequence[Unit]) -> Window:
     simulator = config.simulator
     window = config.simulator_window
+    if simulator.python is not None:  # a Python simulator has no context to fit
+        return Window(window)
     context = context_tokens(simulator, simulator.context_tokens)
     if context is None:
         return Window(window)

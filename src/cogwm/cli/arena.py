@@ -12,6 +12,7 @@ from rich.console import Console
 from cogwm.cli.common import (
     EXIT_BUDGET_REACHED,
     EXIT_UNITS_FAILED,
+    DataDirOption,
     MaxTokensOption,
     PreflightOption,
     console,
@@ -26,7 +27,10 @@ app = typer.Typer(
 )
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from cogwm.arena.config import ArenaConfig
+    from cogwm.arena.sensitivity import Plan, TaskResult
     from cogwm.arena.units import Shard
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
@@ -335,3 +339,127 @@ def export_command(
     else:
         out.write_text(text, encoding="utf-8")
         err_console.print(f"wrote {out}")
+
+
+@app.command("sensitivity")
+def sensitivity_command(
+    simulator: Annotated[
+        str,
+        typer.Option(
+            "--simulator",
+            help="The simulated user under test: a model address (llamacpp:smollm2-wm) or "
+            "python:<package.module:factory>.",
+        ),
+    ],
+    card: Annotated[
+        Path | None,
+        typer.Option("--card", help="Validity card to write the checks into (created if absent)."),
+    ] = None,
+    db: Annotated[
+        Path,
+        typer.Option("--db", help="Folder of the run stores (one per simulator and task)."),
+    ] = Path("sensitivity-runs"),
+    scenarios: Annotated[int, typer.Option(min=2, help="Scenarios per task.")] = 20,
+    rounds: Annotated[
+        int, typer.Option(min=3, help="Rounds per conversation, cold start included.")
+    ] = 10,
+    seed: Annotated[int, typer.Option(help="Arena and bootstrap seed.")] = 0,
+    data_dir: DataDirOption = None,
+    rule_k: Annotated[
+        float, typer.Option("--rule-k", min=0.0, help="The rule simulator's gain.")
+    ] = 1.0,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
+    force: Annotated[
+        bool, typer.Option("--force", help="Continue stores whose config changed.")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+) -> None:
+    """Scripted supportive, dismissive and hostile agents on ESC and PD: does the simulator's
+    state follow how it is treated? Beside it, the rule simulator (a sentiment meter)."""
+    import os
+
+    from cogwm.arena import sensitivity as check
+    from cogwm.cli.common import DATA_DIR_ENV
+
+    if data_dir is None and os.environ.get(DATA_DIR_ENV):
+        data_dir = Path(os.environ[DATA_DIR_ENV])
+    base = check.Plan(
+        simulator=simulator, folder=db, scenarios=scenarios, rounds=rounds, seed=seed,
+        data_dir=data_dir, force=force,
+    )  # fmt: skip
+    rule_plan = base._replace(simulator=check.RULE_SIMULATOR, simulator_options={"k": rule_k})
+    if simulator == check.RULE_SIMULATOR:
+        base = rule_plan
+    results = check.run_sensitivity(base, show_progress=progress, n_resamples=resamples)
+    rule = (
+        results
+        if base is rule_plan
+        else check.run_sensitivity(rule_plan, show_progress=progress, n_resamples=resamples)
+    )
+    checks = check.checks(results, rule)
+    if card is not None:
+        check.update_card(
+            card,
+            checks,
+            model=simulator,
+            identity=_simulator_identity(base),
+            seed=seed,
+            resamples=resamples,
+            versions=_versions(),
+        )
+        err_console.print(f"wrote {len(checks)} checks to {card}")
+    if as_json:
+        print_json({"checks": [c.model_dump(mode="json") for c in checks]})
+        return
+    report_console().print(_sensitivity_table([*results, *([] if rule is results else rule)]))
+
+
+def _simulator_identity(plan: Plan) -> str:
+    """The identity of the simulator under test (a Python simulator's, or the model's)."""
+    import asyncio
+
+    from cogwm.arena.sensitivity import simulator_section
+    from cogwm.arena.simulators import python_simulator
+    from cogwm.models import load
+
+    section = simulator_section(plan.simulator, plan.simulator_options)
+    if "python" in section:
+        return python_simulator(section["python"], section["options"]).identity
+    model = load(plan.simulator)
+    identity = model.identity
+    asyncio.run(model.aclose())
+    return identity
+
+
+def _versions() -> dict[str, str]:
+    from cogwm.arena.provenance import package_versions
+
+    return package_versions()
+
+
+def _sensitivity_table(results: list[TaskResult]) -> Table:
+    from rich.table import Table
+
+    from cogwm.arena.sensitivity import AGENTS, CONTRASTS, interval_text, signed_text
+
+    table = Table(title="Arena sensitivity: paired CTS differences over scenarios (95% CI)")
+    for column in ("task", "simulator", *(f"CTS {a}" for a in AGENTS)):
+        table.add_column(column)
+    for a, b in CONTRASTS:
+        table.add_column(f"{a} − {b}")
+    for column in ("copy machine", "failed", "time", "passed"):
+        table.add_column(column)
+    for result in results:
+        copy = result.copy_machine
+        table.add_row(
+            result.task,
+            result.simulator,
+            *(signed_text(result.means[a]) for a in AGENTS),
+            *(interval_text(result.differences[pair]) for pair in CONTRASTS),
+            "undefined" if copy is None else f"{copy.difference.mean:+.3f}",
+            str(result.n_failed),
+            f"{result.elapsed_s:.0f}s",
+            {True: "yes", False: "no", None: "undecided"}[result.passed],
+        )
+    return table

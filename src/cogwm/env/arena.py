@@ -95,6 +95,8 @@ class AsyncArenaEnv:
         self.task: TaskSpec = tasks.get(task)
         self.task.require_weights()
         sim = SimulatorConfig(model=simulator) if isinstance(simulator, str) else simulator
+        if isinstance(sim, SimulatorConfig) and sim.python is not None:
+            raise ConfigError("the environment needs a model simulator, not a python simulator")
         self.simulator_config = sim
         self.intent_config = intent_detector or _deterministic(sim, 16)
         self.judge_config = judge or _deterministic(sim, 300)
