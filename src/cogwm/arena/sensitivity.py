@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from cogwm import tasks
 from cogwm.arena.config import ArenaConfig, parse_config
+from cogwm.arena.preflight import preflight
 from cogwm.arena.scenarios import ScenarioSource, builtin_scenarios
 from cogwm.arena.scoring import conversation_metrics
 from cogwm.errors import InputError
@@ -134,7 +135,9 @@ def sensitivity_config(
     }
     if data_dir is not None:
         raw["data_dir"] = str(data_dir)
-    return parse_config(raw, source=f"sensitivity {task}")
+    config = parse_config(raw, source=f"sensitivity {task}")
+    preflight(config)  # an address that cannot be loaded fails here, not in every conversation
+    return config
 
 
 def store_path(folder: Path, simulator: str, task: str) -> Path:

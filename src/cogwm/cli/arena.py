@@ -409,10 +409,18 @@ def sensitivity_command(
             versions=_versions(),
         )
         err_console.print(f"wrote {len(checks)} checks to {card}")
+    shown = [*results, *([] if rule is results else rule)]
     if as_json:
         print_json({"checks": [c.model_dump(mode="json") for c in checks]})
-        return
-    report_console().print(_sensitivity_table([*results, *([] if rule is results else rule)]))
+    else:
+        report_console().print(_sensitivity_table(shown))
+    failed = sum(r.n_failed for r in shown)
+    if failed:
+        err_console.print(
+            f"{failed} conversations failed (left out of the figures): fix the cause and run "
+            f"the command again (finished conversations in {db} are kept)"
+        )
+        raise typer.Exit(EXIT_UNITS_FAILED)
 
 
 def _simulator_identity(plan: Plan) -> str:
