@@ -254,3 +254,18 @@ def test_the_command_writes_the_card_and_prints_the_table(
     assert [(c.task, c.passed) for c in checks] == [("ESC", True), ("PD", True)]
     assert all(c.baselines["rule_simulator_passed"] == 1.0 for c in checks)
     assert cogwm("arena", "sensitivity", "--simulator", "nope", *args) == 2
+
+
+def test_a_model_simulators_config_hash_is_what_it_was() -> None:
+    """The python simulator and the judge switch left model runs' hashes alone (the value is the
+    hash this config had before either existed), so stored runs still resume."""
+    raw = {
+        "seed": 5,
+        "tasks": ["ESC", "PD"],
+        "dialogues_per_task": 3,
+        "simulator": {"model": "llamacpp:smollm2-wm", "history_turns": 8},
+        "agents": [{"name": "warm", "model": "llamacpp:smollm2", "prompt": "builtin:empathetic"}],
+    }
+    expected = "0b5b1f01bbf96873bf6c037531eac394069fde0a32f6ac67e9b69aa1cbc710bc"
+    assert config_hash(parse_config(raw)) == expected
+    assert config_hash(parse_config({**raw, "good_outcome": False})) != expected
