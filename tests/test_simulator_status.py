@@ -121,7 +121,7 @@ def test_sensitivity_passes_only_when_every_task_passed(cards: Path) -> None:
     assert "not validated" not in status.line() and "care" not in status.line()
     register_card(_card([passed, _check("counterfactual", False)]))
     line = simulator_status("m", IDENTITY, shipped=cards / "none").line()
-    assert "not validated" not in line and "read with care" in line
+    assert "not validated" not in line and "read rankings with care" in line
 
 
 def test_only_a_card_of_this_identity_as_the_arena_runs_it(cards: Path) -> None:
@@ -260,3 +260,12 @@ def test_a_passing_card_says_separated_from_20_scenarios(
     assert set(verdicts) == {said}
     if said is None:
         assert "fewer than 20" in to_json(report)["cts_differences"][0]["separated_reason"]
+
+
+def test_shipped_cards_are_looked_for_beside_the_shipped_adapters() -> None:
+    from cogwm.models.llamacpp import ADAPTER_ALIASES, adapter_alias_folder
+    from cogwm.simulator.validate.status import SHIPPED_CARD, shipped_cards_root
+
+    folder = adapter_alias_folder(ADAPTER_ALIASES["smollm2-wm"])
+    assert folder.parent == shipped_cards_root() and (folder / "adapter.gguf").is_file()
+    assert SHIPPED_CARD == "card.json"
