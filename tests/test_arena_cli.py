@@ -148,6 +148,9 @@ def test_quickstart_runs_the_same_code_path(
     for agent in ("empathetic", "solution_first", "dismissive"):
         assert f"{agent}/no_cot" in text
     assert "One model plays both sides" in text
+    # The leaderboard names the simulated user and says it has no card behind its ranking.
+    assert f"Simulated user: fake:{FAKE_NAME} — no validity card" in text
+    assert "not validated" in text
     assert (out / "trajectories_ESC.png").exists() and (out / "trajectories_PD.png").exists()
     # Running it again resumes: every conversation is already done, none runs twice.
     assert cogwm(*args) == 0
@@ -155,6 +158,18 @@ def test_quickstart_runs_the_same_code_path(
         conversations = store.conversations()
     assert len(conversations) == 6  # 3 agents x 2 tasks x 1 scenario
     assert all(c.attempts == 1 and c.status == "finished" for c in conversations)
+    # The dismissive control speaks its script's lines, whatever the model.
+    from cogwm.arena.scripted import Dismissive
+
+    with RunStore(db) as store:
+        said = [
+            t.text
+            for c in conversations
+            if c.agent == "dismissive"
+            for t in store.turns(c.id)
+            if t.role == "agent" and t.phase == "simulated"
+        ]
+    assert said and set(said) <= set(Dismissive.lines)
 
 
 def test_quickstart_refuses_a_store_of_another_run(

@@ -536,8 +536,11 @@ def _cli() -> typer.Typer:
 
 
 def test_cli_writes_the_card_and_compares(
-    scripted_model: models.Model, data_dir: Path, tmp_path: Path
+    scripted_model: models.Model, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from cogwm.simulator.validate.status import find_card
+
+    monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))
     runner = CliRunner()
     out = tmp_path / "card.json"
     result = runner.invoke(
@@ -549,6 +552,10 @@ def test_cli_writes_the_card_and_compares(
     printed = json.loads(result.stdout[result.stdout.index("{") :])
     assert printed["figures"][0]["value"] == pytest.approx(0.6)
     assert read_card(out).model == "fake:validate-script"
+    # A copy is registered where arena reports look a simulator's card up by its identity.
+    found = find_card(read_card(out).model_identity, shipped=tmp_path / "no-shipped")
+    assert found is not None and found[0] == read_card(out) and found[2] == "registered"
+    assert found[1].parent == tmp_path / "cards"
     result = runner.invoke(_cli(), ["--compare", str(out), str(out), "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert "fake:validate-script #1" in result.stdout.splitlines()[0]

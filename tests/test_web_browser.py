@@ -103,6 +103,10 @@ def test_static_report(tmp_path: Path, page: Any) -> None:
     page.goto(out.as_uri())
     page.wait_for_selector("body[data-ready='1']")
     page.screenshot(path=str(tmp_path / "report.png"))
+    # The ranking names its simulated user and says it is not validated (no card).
+    status = page.inner_text("#simulator-status")
+    assert status.startswith(f"Simulated user: fake:{FAKE_NAME} — no validity card")
+    assert "not validated" in status
     first = page.locator("#leaderboard-table tbody tr").first
     assert first.get_attribute("data-arm") in {
         "warm/no_cot",
@@ -213,6 +217,8 @@ def test_play_three_turns_and_live(tmp_path: Path, page: Any) -> None:
         page.wait_for_selector("body[data-ready='1']")
         assert "finished" in page.inner_text("#status")
         assert page.locator("#board tbody tr").count() == 4
+        status = page.inner_text("#simulator-status")
+        assert status.startswith(f"Simulated user: fake:{FAKE_NAME} — no validity card")
         page.screenshot(path=str(tmp_path / "live.png"))
         assert offsite(page.requests, (base, "data:")) == []
     with RunStore(play, create=False) as store:

@@ -140,6 +140,9 @@ def test_live_progress(client: TestClient, app_config: ServerConfig) -> None:
         "cold/no_cot",
         "solver/no_cot",
     }
+    # The leaderboard so far names its simulated user, which has no validity card.
+    assert progress["simulator"].startswith("Simulated user: fake:")
+    assert "not validated" in progress["simulator"]
 
 
 def test_live_shows_a_run_in_progress(client: TestClient, app_config: ServerConfig) -> None:

@@ -239,3 +239,57 @@ def test_undefined_composite_draws_no_curve() -> None:
     assert curves([conv], "comp", EmptyPolicy.ZERO) == []
     (belief,) = curves([conv], "belief", EmptyPolicy.ZERO)
     assert belief.delta == 1
+
+
+def _status_div(html: str) -> tuple[str, str]:
+    """The class and text of the simulated user's status line."""
+    import html as markup
+    import re
+
+    found = re.search(r'<div class="(\w+)" id="simulator-status">(.*?)</div>', html)
+    assert found, "no simulator status line"
+    return found.group(1), markup.unescape(found.group(2))
+
+
+def test_the_report_names_the_simulated_user_and_withholds_separation(html: str) -> None:
+    kind, line = _status_div(html)
+    assert kind == "warn"
+    assert line.startswith(f"Simulated user: fake:{FAKE_NAME} — no validity card")
+    assert "Rankings from this simulator are not validated" in line
+    assert ">separated</th>" not in html
+    assert "never ran an arena-sensitivity check" in html
+
+
+def test_a_passing_card_gives_the_verdicts_back(
+    run_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cogwm.simulator.validate import status
+    from cogwm.simulator.validate.card import Card, Check
+
+    monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))
+    check = Check(
+        name="arena_sensitivity", task="ESC", metric="cts_difference", value=0.3, ci_low=0.1,
+        ci_high=0.5, n=20, passed=True, rule="lower bound above 0",
+    )  # fmt: skip
+    card = Card(
+        label="fake", model=f"fake:{FAKE_NAME}", model_identity=f"fake:{FAKE_NAME}", seed=0,
+        limit=None, resamples=100, created="2025-01-01T00:00:00+00:00", checks=[check],
+    )  # fmt: skip
+    status.register_card(card)
+
+    def page() -> str:
+        with RunStore(run_db, create=False) as store:
+            return report_html(store, n_resamples=RESAMPLES)
+
+    shown = page()
+    kind, line = _status_div(shown)
+    assert kind == "meta" and "arena sensitivity: passed (ESC 0.30 [0.10, 0.50], n 20)" in line
+    # Four scenarios per pair: still no verdict.
+    assert ">separated</th>" not in shown and "at least 20 paired scenarios" in shown
+    monkeypatch.setattr(status, "MIN_SEPARATION_SCENARIOS", 1)
+    shown = page()
+    table = shown[shown.index('id="differences-table"') :]
+    table = table[: table.index("</table>")]
+    rows = table.count("<tr>") - 1  # the header's row
+    assert ">separated</th>" in table and rows > 0
+    assert table.count('<td class="l">yes</td>') + table.count('<td class="l">no</td>') == rows

@@ -119,10 +119,26 @@ def test_the_quickstart_user_is_the_world_model_and_the_judges_the_base() -> Non
     assert config.intent_model.model == EMBEDDED_MODEL
     assert config.judge_model.model == EMBEDDED_MODEL
     assert config.annotator_model.model == EMBEDDED_MODEL
-    assert {agent.model for agent in config.agents} == {EMBEDDED_MODEL}
+    models = {agent.name: agent.model for agent in config.agents if agent.python is None}
+    assert models == {"empathetic": EMBEDDED_MODEL, "solution_first": EMBEDDED_MODEL}
     # Another model (a test fake, an API model) plays every role itself.
     other = quickstart_config(Preset.QUICK, model="fake:x")
     assert other.simulator.model == other.judge_model.model == "fake:x"
+
+
+@pytest.mark.parametrize("model", [EMBEDDED_MODEL, "fake:x"])
+def test_the_quickstarts_dismissive_control_is_scripted(model: str) -> None:
+    """A model told to be dismissive writes sympathy; the control follows a script instead."""
+    from cogwm.arena.config import AgentKind
+
+    for preset in Preset:
+        agents = {a.name: a for a in quickstart_config(preset, model=model).agents}
+        assert list(agents) == ["empathetic", "solution_first", "dismissive"]
+        control = agents["dismissive"]
+        assert control.kind is AgentKind.PYTHON
+        assert control.python == "cogwm.arena.scripted:Dismissive"
+        assert agents["empathetic"].prompt == "builtin:empathetic"
+        assert agents["solution_first"].prompt == "builtin:solution_first"
 
 
 @pytest.mark.integration

@@ -181,10 +181,10 @@ class SimulatorConfig(ModelConfig):
             data = _without_windows(super().hashed())
             data.pop("python", None)  # a model simulator's hash is what it always was
             return data
-        from cogwm.arena.simulators import simulator_identity
+        from cogwm.arena.simulators import python_identity
 
         data = _without_windows(self.model_dump(mode="json"))
-        data["identity"] = simulator_identity(self)
+        data["identity"] = python_identity(self)
         return data
 
 
@@ -621,10 +621,10 @@ def parse_config(raw: dict[str, Any], *, source: str = "config") -> ArenaConfig:
                 except ConfigError as exc:
                     raise ConfigError(f"agents.{i}.python: {exc}") from None
         if config.simulator.python is not None:
-            from cogwm.arena.simulators import simulator_identity
+            from cogwm.arena.simulators import python_identity
 
             try:
-                simulator_identity(config.simulator)
+                python_identity(config.simulator)
             except ConfigError as exc:
                 raise ConfigError(f"simulator.python: {exc}") from None
     except ValidationError as exc:

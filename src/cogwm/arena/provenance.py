@@ -1,10 +1,20 @@
-"""What a run records about where it came from: git revision and package versions."""
+"""What a run records about where it came from: git revision, package versions and the
+simulated user's backend identity."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cogwm.arena.config import ArenaConfig
+    from cogwm.models.model import Model
+
+log = logging.getLogger(__name__)
 
 #: Distributions whose versions can change results.
 RECORDED_PACKAGES = (
@@ -60,3 +70,23 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return found
+
+
+async def simulator_identity(config: ArenaConfig, load_model: Callable[..., Model]) -> str | None:
+    """The backend identity of the run's simulated user (model file hashes, adapter, endpoints):
+    what its validity card was measured on, so a report can find the card. None when the
+    model cannot be loaded (its conversations then fail and say why)."""
+    spec = config.simulator
+    if spec.python is not None:  # a Python simulator names itself
+        from cogwm.arena.simulators import python_identity
+
+        return python_identity(spec)
+    try:
+        model = load_model(spec.model, **{"cache": config.cache, **spec.options})
+    except Exception as exc:  # a model that cannot load fails its conversations, as before
+        log.warning("simulator %s: identity not recorded (%s)", spec.model, exc)
+        return None
+    try:
+        return str(model.identity)
+    finally:
+        await model.aclose()

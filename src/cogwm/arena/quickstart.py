@@ -1,14 +1,20 @@
 """The quickstart: three agents that differ on purpose, on ESC and PD, on the embedded model.
 
-The agents are an empathetic supporter, a solution-first advisor and a dismissive, off-topic
-control, all played by the embedded SmolLM2; the simulated user is the world model shipped with
-cogwm (``llamacpp:smollm2-wm``, SmolLM2 with its trained LoRA), shown the 8-turn history window it
-was trained on. The intent detector and the GoodOutcome judge are the base SmolLM2 at
-temperature 0. Presets:
+The agents are an empathetic supporter and a solution-first advisor played by the embedded
+SmolLM2, and a dismissive, off-topic control that is scripted (``cogwm.arena.scripted``: fixed
+lines that minimise the user's problem and change the subject, no model), because SmolLM2 told
+to be dismissive writes sympathy in most of its replies and a control must behave as one. The
+simulated user is the world model shipped with cogwm (``llamacpp:smollm2-wm``, SmolLM2 with its
+trained LoRA), shown the 8-turn history window it was trained on. The intent detector and the
+GoodOutcome judge are the base SmolLM2 at temperature 0. The leaderboard names the simulated
+user and what its validity card says: a simulator that has not passed its arena-sensitivity
+check can rank the dismissive control first, and its paired differences carry no verdict.
+Presets:
 
 - ``quick`` (default): 3 built-in scenarios per task, conversations of at most 5 rounds (2 cold
-  start + 3 simulated), the intent detector from round 4: 18 conversations, about 6 minutes on
-  2 idle CPU cores (measured with the world model: 387 s), well inside 15 minutes.
+  start + 3 simulated), the intent detector from round 4: 18 conversations. With three model
+  agents it took 387 s on 2 idle CPU cores; the scripted control calls no model for its
+  replies, so the run is shorter, well inside 15 minutes.
 - ``full``: the paper's protocol (at most 20 rounds, detector from round 8), 5 scenarios per task.
 
 Both run the same code path as ``cogwm arena run``.
@@ -43,11 +49,15 @@ _PRESETS: dict[Preset, dict[str, Any]] = {
     Preset.FULL: {"dialogues_per_task": 5, "max_rounds": 20, "intent_from_round": 8},
 }
 
-_AGENTS = (
+#: The agents played by the model: name and built-in prompt.
+_MODEL_AGENTS = (
     ("empathetic", "builtin:empathetic"),
     ("solution_first", "builtin:solution_first"),
-    ("dismissive", "builtin:dismissive"),
 )
+
+#: The control: a scripted agent (no model), so that it is dismissive in every reply. The
+#: embedded model told to be dismissive writes sympathy in most of its replies.
+DISMISSIVE_CONTROL = "cogwm.arena.scripted:Dismissive"
 
 
 def quickstart_config(
@@ -80,15 +90,18 @@ def quickstart_config(
         "judge": {"model": model, "temperature": 0.0, "max_tokens": 300},
         "profile_annotator": {"model": model, "temperature": 0.0, "max_tokens": 160},
         "agents": [
-            {
-                "name": name,
-                "model": model,
-                "prompt": prompt,
-                "conditions": ["no_cot"],
-                "temperature": 0.7,
-                "max_tokens": 80,
-            }
-            for name, prompt in _AGENTS
+            *(
+                {
+                    "name": name,
+                    "model": model,
+                    "prompt": prompt,
+                    "conditions": ["no_cot"],
+                    "temperature": 0.7,
+                    "max_tokens": 80,
+                }
+                for name, prompt in _MODEL_AGENTS
+            ),
+            {"name": "dismissive", "python": DISMISSIVE_CONTROL, "max_tokens": 80},
         ],
     }
     return parse_config(raw, source=f"quickstart preset {preset.value}")

@@ -30,7 +30,7 @@ from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, col
 from cogwm.arena.participants import IntentDetector, ProfileAnnotator
 from cogwm.arena.progress import RunProgress
 from cogwm.arena.protocol import Participant
-from cogwm.arena.provenance import git_revision, package_versions
+from cogwm.arena.provenance import git_revision, package_versions, simulator_identity
 from cogwm.arena.scenarios import Scenario, select_scenarios
 from cogwm.arena.scoring import conversation_metrics, user_states
 from cogwm.arena.simulators import build_simulator
@@ -514,8 +514,12 @@ def open_run(
     force: bool,
     shard: Shard | None,
     windows: Windows | None = None,
+    simulator_identity: str | None = None,
 ) -> OpenedRun:
     """The run in ``store`` for ``config``: a new run, or the stored one when resuming.
+
+    The stored config also holds the history windows used and ``simulator_identity`` (the
+    simulated user's backend identity, by which a report finds its validity card).
 
     Raises:
         ConfigError: The store holds a run and ``resume`` is off; the stored config differs and
@@ -525,11 +529,12 @@ def open_run(
     prompts = [p.model_dump(mode="json") for p in config.prompts()]
     # The windows used are stored with the config, for the report.
     shown = (windows or resolve_windows(config)).to_json()
+    recorded = {**stored_config(config, shown), "simulator_identity": simulator_identity}
     stored = store.run()
     if stored is None:
         run_id = store.create_run(
             name=config.name,
-            config=stored_config(config, shown),
+            config=recorded,
             config_hash=digest,
             prompts=prompts,
             git_revision=git_revision(),
@@ -555,7 +560,7 @@ def open_run(
             )
         store.update_run(
             stored.id,
-            config=stored_config(config, shown),
+            config=recorded,
             config_hash=digest,
             prompts=prompts,
             git_revision=git_revision(),
@@ -630,7 +635,16 @@ async def _run_leased(
     windows = resolve_windows(config, everything)  # over every shard: one window for all
     await ask_served_models(config, load_model)  # the served model ids enter the digests
     # Opened only once the scenarios are known: a run refused here leaves no run record.
-    opened = open_run(config, store, resume=resume, force=force, shard=shard, windows=windows)
+    identity = await simulator_identity(config, load_model)
+    opened = open_run(
+        config,
+        store,
+        resume=resume,
+        force=force,
+        shard=shard,
+        windows=windows,
+        simulator_identity=identity,
+    )
     run_id = opened.id
     digests = Digests(config, windows)
     current = {u.key: digests.unit(u) for u in units}

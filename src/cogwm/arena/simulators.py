@@ -84,7 +84,7 @@ def _built(path: str, options_json: str) -> PythonSimulator:
     return built  # type: ignore[no-any-return]
 
 
-def simulator_identity(config: SimulatorConfig) -> str | None:
+def python_identity(config: SimulatorConfig) -> str | None:
     """A Python simulator's ``identity`` (None for a model simulator)."""
     if config.python is None:
         return None

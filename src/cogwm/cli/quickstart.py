@@ -42,8 +42,9 @@ def quickstart(
         typer.Option("--json", help="Print the leaderboard (as `arena report --json`) as JSON."),
     ] = False,
 ) -> None:
-    """Three agents that differ on purpose (empathetic, solution-first, dismissive control) on ESC
-    and PD with the embedded SmolLM2 model; prints the leaderboard and writes the plots."""
+    """Three agents that differ on purpose (empathetic, solution-first, scripted dismissive
+    control) on ESC and PD with the embedded SmolLM2 model; prints the leaderboard, with the
+    simulated user's validity status, and writes the plots."""
     from cogwm.arena.config import config_hash
     from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.arena.quickstart import Preset, quickstart_config

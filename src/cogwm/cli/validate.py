@@ -104,7 +104,13 @@ def validate(
         int, typer.Option("--resamples", min=1, help="Bootstrap resamples per interval.")
     ] = DEFAULT_RESAMPLES,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write the card (JSON) here.", show_default=False)
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write the card (JSON) here; a copy goes to the cards folder "
+            "($COGWM_CARDS_DIR), where arena reports find it by the model's identity.",
+            show_default=False,
+        ),
     ] = None,
     as_json: Annotated[
         bool,
@@ -218,8 +224,12 @@ def _measure(
         console=err_console,
     )
     if out is not None:
+        from cogwm.simulator.validate.status import register_card
+
         write_card(card, out)
-        err_console.print(f"card written to {out}")
+        # Arena reports find the card of their simulated user here, by its identity.
+        registered = register_card(card)
+        err_console.print(f"card written to {out} (registered for reports: {registered})")
     if as_json:
         print_json(card_json(card))
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cogwm.report.data import ConversationData, RunData, load_run
-from cogwm.report.render import render, to_csv, to_json, warnings
+from cogwm.report.render import render, status_line, to_csv, to_json, warnings
 from cogwm.report.tables import ArenaReport, ArmRow, TaskRow, build_report
 
 
@@ -28,6 +28,7 @@ __all__ = [
     "build_report",
     "load_run",
     "render",
+    "status_line",
     "to_csv",
     "to_json",
     "warnings",

@@ -10,8 +10,15 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from cogwm.metrics.aggregate import CorrelationMatrix, MeanEstimate
-from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow, Cells
+from cogwm.metrics.aggregate import CorrelationMatrix, DifferenceEstimate, MeanEstimate
+from cogwm.report.tables import (
+    TABLE6_COLUMNS,
+    TASK_COLUMNS,
+    ArenaReport,
+    ArmRow,
+    Cells,
+)
+from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS, NOT_VALIDATED, separation
 
 _SIGNED = {"cts", "auc", "delta", "e_delta", "b_delta", "d_delta", "i_delta"}
 
@@ -75,6 +82,37 @@ def windows_line(report: ArenaReport) -> str | None:
     return None if report.windows is None else report.windows.describe()
 
 
+def status_line(report: ArenaReport) -> str:
+    """The simulated user and its validity card's checks, in one line (what a ranking rests on)."""
+    if report.simulator is None:
+        return "Simulated user: not recorded. " + NOT_VALIDATED
+    return report.simulator.line()
+
+
+def difference_verdict(
+    report: ArenaReport, difference: DifferenceEstimate
+) -> tuple[bool | None, str | None]:
+    """Whether ``difference`` separates its two agents, or why that is not said (see
+    :func:`cogwm.simulator.validate.status.separation`)."""
+    est = difference.difference
+    return separation(est.ci_low, est.ci_high, difference.n_shared, report.simulator)
+
+
+def separation_caption(report: ArenaReport) -> str:
+    """What the paired differences may claim: why no verdict is given, and the rule."""
+    if report.simulator is None:
+        note: str | None = (
+            "Differences are shown without a verdict: the simulated user's validity is unknown."
+        )
+    else:
+        note = report.simulator.separation_note()
+    rule = (
+        f"A verdict needs at least {MIN_SEPARATION_SCENARIOS} paired scenarios and a simulated "
+        "user that passed its arena-sensitivity check."
+    )
+    return rule if note is None else f"{note} {rule}"
+
+
 def render(report: ArenaReport, console: Console) -> None:
     """Print every table of the report."""
     console.print(
@@ -83,6 +121,7 @@ def render(report: ArenaReport, console: Console) -> None:
         f"{report.calls:,} calls · {report.tokens:,} tokens · ${report.cost_usd:.4f} · "
         f"empty B/D/I = {report.empty}"
     )
+    console.print(status_line(report), markup=False, highlight=False, style="bold")
     shown = windows_line(report)
     if shown is not None:
         console.print(shown, markup=False, highlight=False)
@@ -234,20 +273,19 @@ def _discriminability(report: ArenaReport) -> Table:
 
 def _differences(report: ArenaReport) -> Table:
     table = _table("Paired CTS differences (a − b over shared scenarios; 95% CI)")
-    for header in ("a", "b", "a − b", "scenarios", "separated"):
+    verdicts = [difference_verdict(report, d) for d in report.differences]
+    # Without any verdict the column is left out: a column of dashes under "separated" reads
+    # as a claim about the agents.
+    any_verdict = any(separated is not None for separated, _ in verdicts)
+    headers = ["a", "b", "a − b", "scenarios"] + (["separated"] if any_verdict else [])
+    for header in headers:
         table.add_column(header, overflow="fold")
-    for d in report.differences:
-        est = d.difference
-        separated = (
-            "yes"
-            if est.ci_low is not None
-            and est.ci_high is not None
-            and (est.ci_low > 0 or est.ci_high < 0)
-            else "no"
-        )
-        table.add_row(
-            d.agent_a, d.agent_b, cell(est).replace("\n", " "), str(d.n_shared), separated
-        )
+    for d, (separated, _) in zip(report.differences, verdicts, strict=True):
+        row = [d.agent_a, d.agent_b, cell(d.difference).replace("\n", " "), str(d.n_shared)]
+        if any_verdict:
+            row.append("–" if separated is None else "yes" if separated else "no")
+        table.add_row(*row)
+    table.caption = separation_caption(report)
     return table
 
 
@@ -320,17 +358,22 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
             "detect": report.detect,
             "contrasts": [p._asdict() for p in report.power],
         },
-        "cts_differences": [
-            {
-                "a": d.agent_a,
-                "b": d.agent_b,
-                "difference": _estimate(d.difference),
-                "shared_scenarios": d.n_shared,
-            }
-            for d in report.differences
-        ],
+        "cts_differences": [_difference_json(report, d) for d in report.differences],
         "correlations": None if report.correlations is None else report.correlations._asdict(),
         "usage": {"calls": report.calls, "tokens": report.tokens, "cost_usd": report.cost_usd},
+        "simulator_status": None if report.simulator is None else report.simulator.to_json(),
+    }
+
+
+def _difference_json(report: ArenaReport, difference: DifferenceEstimate) -> dict[str, Any]:
+    separated, reason = difference_verdict(report, difference)
+    return {
+        "a": difference.agent_a,
+        "b": difference.agent_b,
+        "difference": _estimate(difference.difference),
+        "shared_scenarios": difference.n_shared,
+        "separated": separated,
+        "separated_reason": reason,
     }
 
 

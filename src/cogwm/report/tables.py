@@ -31,6 +31,7 @@ from cogwm.metrics.aggregate import (
     scenario_table,
 )
 from cogwm.report.data import ConversationData, RunData
+from cogwm.simulator.validate.status import SimulatorStatus, simulator_status
 
 #: Table 6 columns: (header, metric name, scale).
 TABLE6_COLUMNS: tuple[tuple[str, str, float], ...] = (
@@ -154,6 +155,8 @@ class ArenaReport(NamedTuple):
     detect: float | None = None
     windows: Windows | None = None  # the history the simulator and each agent were shown
     base_model_agents: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+    #: The simulated user and what its validity card says (None: not looked up).
+    simulator: SimulatorStatus | None = None
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -419,4 +422,13 @@ def build_report(
         detect=detect,
         windows=Windows.from_stored(config),
         base_model_agents=data.base_model_agents,
+        simulator=run_simulator_status(config),
     )
+
+
+def run_simulator_status(config: dict[str, Any]) -> SimulatorStatus:
+    """The status of a stored run's simulated user, found by the identity the run recorded."""
+    simulator = config.get("simulator") or {}
+    model = str(simulator.get("model", "unknown")) if isinstance(simulator, dict) else "unknown"
+    identity = config.get("simulator_identity")
+    return simulator_status(model, identity if isinstance(identity, str) else None)

@@ -19,9 +19,9 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from cogwm.metrics.aggregate import MeanEstimate
-from cogwm.report import build_report, load_run, warnings
-from cogwm.report.render import cell
+from cogwm.metrics.aggregate import DifferenceEstimate, MeanEstimate
+from cogwm.report import build_report, load_run, status_line, warnings
+from cogwm.report.render import cell, difference_verdict, separation_caption
 from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow
 from cogwm.store import RunStore
 from cogwm.web import figures, payload
@@ -71,11 +71,16 @@ def num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def separated(estimate: MeanEstimate) -> str:
-    """Whether a difference's CI excludes zero."""
-    if estimate.ci_low is None or estimate.ci_high is None:
-        return "undefined"
-    return "yes" if estimate.ci_low > 0 or estimate.ci_high < 0 else "no"
+def separated(report: ArenaReport, difference: DifferenceEstimate) -> str:
+    """Whether a difference's CI excludes zero, said only when it can be trusted (``–``
+    otherwise; the reason is in the table's note)."""
+    verdict, _ = difference_verdict(report, difference)
+    return "–" if verdict is None else "yes" if verdict else "no"
+
+
+def any_verdict(report: ArenaReport) -> bool:
+    """Whether any paired difference may carry a verdict (else the column is left out)."""
+    return any(difference_verdict(report, d)[0] is not None for d in report.differences)
 
 
 def failure_text(row: ArmRow) -> str:
@@ -116,6 +121,10 @@ def report_html(
             report=report,
             meta=payload.run_meta(data),
             notes=warnings(report),
+            status=status_line(report),
+            trusted=report.simulator is not None and report.simulator.trusted,
+            separation_caption=separation_caption(report),
+            any_verdict=any_verdict(report),
             n_resamples=n_resamples,
             columns=TABLE6_COLUMNS,
             task_columns=TASK_COLUMNS,

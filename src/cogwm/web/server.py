@@ -206,11 +206,19 @@ def progress(path: Path) -> dict[str, Any]:
     board.sort(key=_by_cts)
     return {
         "name": None if run is None else run.name,
+        "simulator": None if run is None else _simulator_line(run.config_json),
         "counts": counts,
         "failures": failures,
         "running": recent,
         "leaderboard": board,
     }
+
+
+def _simulator_line(config_json: str) -> str:
+    """The run's simulated user and its validity card's checks, in one line."""
+    from cogwm.report.tables import run_simulator_status
+
+    return run_simulator_status(json.loads(config_json)).line()
 
 
 def _by_cts(row: dict[str, Any]) -> float:
