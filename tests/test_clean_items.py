@@ -82,7 +82,7 @@ def test_only_the_held_out_users_lines_count_but_train_lines_of_any_role_do() ->
 
 
 def test_in_dailydialog_both_speakers_are_users_and_readings_count_once() -> None:
-    train = [_dialogue("dailydialog:train:1", ["fine"], [EIGHT], corpus="dailydialog")]
+    train = [_dialogue("dailydialog:train:1", ["sure"], [EIGHT], corpus="dailydialog")]
     # The shared line is the other speaker's in reading #A and the user's in reading #B.
     readings = [
         _dialogue("dailydialog:test:4#A", ["fine"], [EIGHT], corpus="dailydialog"),
@@ -92,6 +92,8 @@ def test_in_dailydialog_both_speakers_are_users_and_readings_count_once() -> Non
     cleaned = clean_dialogues(readings, train)
     assert [d.id for d in cleaned.kept] == ["dailydialog:test:5#A"]
     assert cleaned.removed == {"dailydialog": 1}  # one dialogue, two readings
+    # One reading alone (e.g. under --limit) still counts the other speaker's line.
+    assert clean_dialogues(readings[:1], train).kept == []
 
 
 def test_a_turn_of_short_utterances_is_one_line() -> None:

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from cogwm.arena.scenarios import describe_scenarios
 from cogwm.arena.termination import Termination
 from cogwm.arena.windows import Windows
 from cogwm.metrics.aggregate import (
@@ -154,6 +155,7 @@ class ArenaReport(NamedTuple):
     detect: float | None = None
     windows: Windows | None = None  # the history the simulator and each agent were shown
     base_model_agents: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+    scenarios: str | None = None  # where the cold starts came from, in words
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -419,4 +421,5 @@ def build_report(
         detect=detect,
         windows=Windows.from_stored(config),
         base_model_agents=data.base_model_agents,
+        scenarios=describe_scenarios(config),
     )
