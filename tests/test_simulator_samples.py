@@ -576,7 +576,8 @@ def _annotation_file(tmp_path: Path) -> Path:
         for s in ("train", "valid", "test")
         for i in range(4)
     ]
-    # A train dialogue with the text of a test one: dropped as a twin.
+    # A train dialogue with the text of a test one: dropped as a twin, and the test one is not
+    # clean (its text is in the full train split), so it is dropped too.
     items.append(_labelled("esconv:train:99", " test0", corpus="esconv", split="train"))
     path = tmp_path / "ann.jsonl"
     write_labelled(path, items)
@@ -589,7 +590,7 @@ def test_build_writes_split_files_and_a_manifest(tmp_path: Path) -> None:
     manifest = build_samples(out, [source], seed=2, count_tokens=_words)
     by_split = {s: list(read_samples(out / f"{s}.jsonl")) for s in ("train", "val", "test")}
     assert manifest["counts"] == {s: len(v) for s, v in by_split.items()}
-    assert sum(manifest["counts"].values()) == 42 * 3
+    assert sum(manifest["counts"].values()) == 41 * 3
     owners: dict[str, set[str]] = {}
     for split, samples in by_split.items():
         for sample in samples:
@@ -597,26 +598,27 @@ def test_build_writes_split_files_and_a_manifest(tmp_path: Path) -> None:
             owners.setdefault(sample.dialogue_id, set()).add(split)
     assert all(len(s) == 1 for s in owners.values())
     assert {s.dialogue_id for s in by_split["test"] if s.corpus == "esconv"} == {
-        f"esconv:test:{i}" for i in range(4)
+        f"esconv:test:{i}" for i in range(1, 4)
     }
     esconv = manifest["corpora"]["esconv"]
     assert esconv["split_rule"] == "official" and esconv["task"] == "ESC"
     assert esconv["dropped_as_twins"] == {"train": 1} and esconv["twins"] == {"test~train": 1}
-    assert "esconv:train:99" not in owners
-    assert manifest["provenance"]["emotion"] == {"human": 42, "unknown": 84}
+    assert "esconv:train:99" not in owners and "esconv:test:0" not in owners
+    assert esconv["dropped_as_unclean"] == {"val": 0, "test": 1}
+    assert manifest["provenance"]["emotion"] == {"human": 41, "unknown": 82}
     # Emotion labels per corpus and split, from the targets (one anxiety turn per dialogue).
     emotions = {
         (corpus, split): counts
         for corpus, described in manifest["corpora"].items()
         for split, counts in described["emotions"].items()
     }
-    assert emotions[("esconv", "test")] == {"anxiety": 4}
-    assert sum(n for counts in emotions.values() for n in counts.values()) == 42
+    assert emotions[("esconv", "test")] == {"anxiety": 3}
+    assert sum(n for counts in emotions.values() for n in counts.values()) == 41
     # Leave targets: three user turns per dialogue, the last one ends an ESConv chat.
-    assert manifest["corpora"]["esconv"]["leave"]["test"] == {"false": 8, "true": 4}
+    assert manifest["corpora"]["esconv"]["leave"]["test"] == {"false": 6, "true": 3}
     assert manifest["corpora"]["annomi"]["leave"]["train"]["unknown"] > 0
     assert "true" not in manifest["corpora"]["annomi"]["leave"]["train"]
-    assert manifest["constraints"] == {"intention direction": 42}
+    assert manifest["constraints"] == {"intention direction": 41}
     assert json.loads((out / "manifest.json").read_text())["seed"] == 2
 
 

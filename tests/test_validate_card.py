@@ -137,7 +137,7 @@ def test_dailydialog_items_are_valenced_test_turns(data_dir: Path) -> None:
     # Only test turns; surprise and "no emotion" turns carry no valence sign.
     assert golds == sorted(["anger", "happiness", "disgust", "sadness", "fear", "happiness",
                             "anger", "happiness", "sadness"])  # fmt: skip
-    assert "official test (4 dialogues" in population.split
+    assert "official test, clean: 4 of 4 dialogues" in population.split
     second_speaker = next(i for i in population.items if i.utterance == "I am scared of that dog.")
     # The second speaker is the user of its own items: its turns are "user", the other "agent".
     assert second_speaker.inp.history == [("agent", "I am sad today.")]

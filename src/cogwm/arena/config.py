@@ -6,6 +6,7 @@ Example (see ``examples/arena_esc.toml``)::
     tasks = ["ESC"]            # or a task file: ["examples/custom_task/task.toml"]
     dialogues_per_task = 20
     # scenarios = "my_dialogues.jsonl"   # cold starts from your own dialogues
+    # scenarios = "corpus"; scenario_split = "test"   # the task corpus's clean test split
 
     [simulator]
     model = "llamacpp:smollm2"
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cogwm import tasks
 from cogwm.arena.prompts import Prompt, agent_task_prompt, fixed_prompts, resolve_agent_prompt
-from cogwm.arena.scenarios import ScenarioSource
+from cogwm.arena.scenarios import ScenarioSource, ScenarioSplit
 from cogwm.arena.termination import Condition
 from cogwm.errors import CogwmError, ConfigError
 from cogwm.models.types import Sampling
@@ -431,6 +432,11 @@ class ArenaConfig(_Section):
         union_mode="left_to_right",
         description="'builtin', 'corpus', or a JSONL file of your own dialogues (cold starts).",
     )
+    scenario_split: ScenarioSplit = Field(
+        default=ScenarioSplit.TEST,
+        description="With scenarios = 'corpus': the split cold starts come from ('test', 'val', "
+        "'train' or 'all'); test and val keep clean dialogues only.",
+    )
     data_dir: str | None = None
     annotate_profiles: bool = Field(
         default=False,
@@ -478,6 +484,10 @@ class ArenaConfig(_Section):
         names = [a.name for a in self.agents]
         if len(set(names)) != len(names):
             raise ValueError("agents: names must be unique")
+        if self.scenario_split is not ScenarioSplit.TEST and self.scenarios != "corpus":
+            raise ValueError(
+                'scenario_split: applies only to scenarios = "corpus" (leave it out or set "test")'
+            )
         if self.intent_from_round > self.max_rounds:
             # Quietly accepted, the detector would never run and every conversation would last
             # max_rounds: a typo that changes what the run measures.
@@ -667,6 +677,11 @@ def hashed_view(config: ArenaConfig) -> dict[str, Any]:
     recorded = tasks.file_tasks(config.tasks)
     if recorded:  # only then: the hash of a run on built-in tasks stays what it was
         data["task_files"] = recorded
+    if config.scenarios != ScenarioSource.CORPUS:
+        # The split decides nothing without corpus cold starts: such runs keep the hash they
+        # had before the field existed. Corpus runs always hash it, since their cold starts
+        # came from every split before it existed and from the test split since.
+        data.pop("scenario_split")
     return data
 
 

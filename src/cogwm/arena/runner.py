@@ -698,6 +698,7 @@ def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]
             config.scenarios,
             data_dir=data_dir,
             seed=config.seed,
+            split=config.scenario_split,
         )
         for task in config.tasks
     }

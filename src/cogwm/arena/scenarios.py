@@ -2,8 +2,14 @@
 
 Three sources: the built-in scenarios shipped in ``cogwm/data/scenarios/`` (original text, so the
 arena runs with no corpus), real dialogues of the task's corpus (ESConv for ESC, P4G for PD,
-INSPIRED for CR), whose first two rounds become the cold start (DESIGN.md §6), and a JSONL file
-of your own dialogues (one ``cogwm.schema.Dialogue`` per line), used the same way.
+INSPIRED for CR), whose first two rounds become the cold start, and a JSONL file of your own
+dialogues (one ``cogwm.schema.Dialogue`` per line), used the same way.
+
+Corpus cold starts come from one split (:class:`ScenarioSplit`, default ``test``): the corpus's
+official split where it has one (ESConv, INSPIRED's test), else the seeded split the training
+samples use (``cogwm samples build``'s default seed, :data:`SPLIT_SEED`; P4G). Validation and
+test cold starts are clean dialogues too (:mod:`cogwm.simulator.clean`), so a trained simulator
+never starts from a conversation it was trained on, nor from one that shares its long lines.
 """
 
 from __future__ import annotations
@@ -23,8 +29,11 @@ from cogwm.errors import ConfigError, InputError
 from cogwm.schema import BigFive, Dialogue, Profile, Record, Role, TaskSpec
 from cogwm.schema.labels import InspiredMeta, P4GMeta
 
-#: Rounds copied from a real dialogue before the simulation starts (DESIGN.md §6).
+#: Rounds copied from a real dialogue before the simulation starts.
 COLD_START_ROUNDS = 2
+#: The seed of the samples' split that corpus cold starts follow (``cogwm samples build``'s
+#: default), for corpora without an official split.
+SPLIT_SEED = 0
 
 _BIG_FIVE_KEYS = {
     "openness": ("open",),
@@ -40,6 +49,45 @@ class ScenarioSource(StrEnum):
 
     BUILTIN = "builtin"
     CORPUS = "corpus"
+
+
+class ScenarioSplit(StrEnum):
+    """Which split of the task's corpus a ``corpus`` run takes its cold starts from."""
+
+    TEST = "test"
+    VAL = "val"
+    TRAIN = "train"
+    ALL = "all"
+
+
+_SPLIT_WORDS = {
+    ScenarioSplit.TEST: "test split",
+    ScenarioSplit.VAL: "validation split",
+    ScenarioSplit.TRAIN: "train split (dialogues a trained simulator has seen)",
+    ScenarioSplit.ALL: "every split, train included",
+}
+
+
+def describe_scenarios(config: dict[str, Any]) -> str:
+    """Where a stored run's cold starts came from, in one line."""
+    source = config.get("scenarios", ScenarioSource.BUILTIN.value)
+    if source == ScenarioSource.BUILTIN.value:
+        return "Cold starts: the built-in scenarios."
+    if source != ScenarioSource.CORPUS.value:
+        return f"Cold starts: the dialogues of {source}."
+    split = config.get("scenario_split")
+    if split is None:
+        return (
+            "Cold starts: the task corpora's dialogues from every split, train included (the run "
+            "was configured before corpus cold starts had a split)."
+        )
+    words = _SPLIT_WORDS[ScenarioSplit(split)]
+    if split in (ScenarioSplit.TEST, ScenarioSplit.VAL):
+        words += ", clean dialogues only"
+    return (
+        f"Cold starts: the task corpora's {words} (official splits where the corpus has them, "
+        f"else the samples' seeded split, seed {SPLIT_SEED})."
+    )
 
 
 class OpeningTurn(Record):
@@ -180,15 +228,46 @@ def scenario_from_dialogue(dialogue: Dialogue, task: TaskSpec) -> Scenario | Non
     )
 
 
-def corpus_scenarios(task: TaskSpec, data_dir: Path) -> list[Scenario]:
-    """Every usable scenario from the task's corpus, in corpus order."""
+def corpus_scenarios(
+    task: TaskSpec, data_dir: Path, split: ScenarioSplit | str = ScenarioSplit.ALL
+) -> list[Scenario]:
+    """Every usable scenario from one split of the task's corpus, in corpus order.
+
+    Raises:
+        InputError: The corpus files are missing or do not read; an unknown split.
+    """
     from cogwm import corpora
 
-    dialogues = corpora.load(task.corpus, data_dir)
+    dialogues = split_dialogues(task.corpus, corpora.load(task.corpus, data_dir), split)
     # The P4G release marks some dialogues as bad ('BAD_' ids); they make no cold start.
     usable = (d for d in dialogues if not (isinstance(d.meta, P4GMeta) and d.meta.marked_bad))
     found = (scenario_from_dialogue(d, task) for d in usable)
     return [s for s in found if s is not None]
+
+
+def split_dialogues(
+    corpus: str, dialogues: list[Dialogue], split: ScenarioSplit | str
+) -> list[Dialogue]:
+    """The dialogues of one split (see the module docstring); val and test keep clean ones.
+
+    Raises:
+        InputError: An unknown split.
+    """
+    from cogwm.simulator.clean import clean_dialogues, train_of
+    from cogwm.simulator.splits import plan_splits
+
+    try:
+        wanted = ScenarioSplit(split)
+    except ValueError:
+        known = ", ".join(s.value for s in ScenarioSplit)
+        raise InputError(f"unknown scenario split {split!r}; choose {known}") from None
+    if wanted is ScenarioSplit.ALL:
+        return dialogues
+    plan = plan_splits(corpus, dialogues, SPLIT_SEED)
+    kept = [d for d in dialogues if plan.split_of(d.id) == wanted.value]
+    if wanted is ScenarioSplit.TRAIN:
+        return kept
+    return clean_dialogues(kept, train_of(corpus, dialogues, SPLIT_SEED)).kept
 
 
 def read_dialogues(path: Path) -> list[Dialogue]:
@@ -225,9 +304,10 @@ def select_scenarios(
     *,
     data_dir: Path | None,
     seed: int,
+    split: ScenarioSplit | str = ScenarioSplit.TEST,
 ) -> list[Scenario]:
     """``count`` scenarios for ``task``: the first built-in ones, or a seeded sample of a corpus
-    or of a dialogue file (``source`` is then its path).
+    (of its ``split``) or of a dialogue file (``source`` is then its path).
 
     Raises:
         ConfigError: Fewer scenarios exist than asked for, or a corpus run lacks a data dir.
@@ -245,10 +325,11 @@ def select_scenarios(
     if data_dir is None:
         raise ConfigError('data_dir: scenarios = "corpus" needs a data directory')
     try:
-        pool = corpus_scenarios(task, data_dir)
+        pool = corpus_scenarios(task, data_dir, split)
     except (OSError, InputError) as exc:
         raise ConfigError(f"data_dir: cannot read the {task.corpus} corpus: {exc}") from exc
-    return _sample(task, count, pool, task.corpus, seed)
+    where = task.corpus if split == ScenarioSplit.ALL else f"{task.corpus}'s {split} split"
+    return _sample(task, count, pool, where, seed)
 
 
 def _file_pool(task: TaskSpec, path: Path) -> list[Scenario]:

@@ -133,18 +133,29 @@ def build(
 def _summary(manifest: dict[str, object], out: Path) -> None:
     corpora = manifest["corpora"]
     assert isinstance(corpora, dict)
-    table = Table("corpus", "task", "split rule", *SPLITS, "twins dropped", title="samples")
+    table = Table(
+        "corpus",
+        "task",
+        "split rule",
+        *SPLITS,
+        "twins dropped",
+        "unclean dropped (val, test)",
+        title="samples",
+    )
     for name, info in corpora.items():
         samples = info["samples"]
         dropped = sum(info["dropped_as_twins"].values())
+        unclean = info["dropped_as_unclean"]
         table.add_row(
             name,
             info["task"],
             info["split_rule"],
             *(f"{samples[s]:,}" for s in SPLITS),
             f"{dropped:,}",
+            f"{unclean['val']:,}, {unclean['test']:,}",
         )
     console.print(table)
+    console.print(f"clean rule: {manifest['clean_rule']}", markup=False, highlight=False)
     lengths = manifest["token_lengths"]
     assert isinstance(lengths, dict)
     total = lengths.get("total")

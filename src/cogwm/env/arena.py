@@ -133,6 +133,7 @@ class AsyncArenaEnv:
             config.scenarios,
             data_dir=None if config.data_dir is None else Path(config.data_dir),
             seed=config.seed,
+            split=config.scenario_split,
         )
         return cls(
             name,

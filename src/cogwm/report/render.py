@@ -125,6 +125,8 @@ def render(report: ArenaReport, console: Console) -> None:
     shown = windows_line(report)
     if shown is not None:
         console.print(shown, markup=False, highlight=False)
+    if report.scenarios is not None:
+        console.print(report.scenarios, markup=False, highlight=False)
     for note in warnings(report):
         console.print(f"[yellow]Note:[/yellow] {note}")
     for table in _table6(report):
@@ -347,6 +349,7 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
             for r in report.arms
         ],
         "windows": None if report.windows is None else report.windows.to_json(),
+        "scenarios": report.scenarios,
         "per_task": [
             {"task": r.task, "arm": r.arm, "n": r.n, "metrics": _cells(r.cells)}
             for r in report.per_task

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from cogwm.arena.scenarios import describe_scenarios
 from cogwm.arena.termination import Termination
 from cogwm.arena.windows import Windows
 from cogwm.metrics.aggregate import (
@@ -157,6 +158,7 @@ class ArenaReport(NamedTuple):
     base_model_agents: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
     #: The simulated user and what its validity card says (None: not looked up).
     simulator: SimulatorStatus | None = None
+    scenarios: str | None = None  # where the cold starts came from, in words
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -423,6 +425,7 @@ def build_report(
         windows=Windows.from_stored(config),
         base_model_agents=data.base_model_agents,
         simulator=run_simulator_status(config),
+        scenarios=describe_scenarios(config),
     )
 
 

@@ -15,6 +15,14 @@ emotion label (``(none)``: an annotator said there is none; emotions the source 
 about are not counted), what ``cogwm train --neutral-keep`` is chosen from; ``leave`` counts the
 prediction samples of each split by their ``leave`` target (``unknown`` at the end of a
 transcript whose source set the end, see ``CorpusSpec.ends_by_choice``).
+
+Validation and test dialogues that are not *clean* (:mod:`cogwm.simulator.clean`: a user line of
+8+ words also occurs in the corpus's train split) are dropped too, so that neither selection on
+val nor a score on test rewards recall of training text; ``dropped_as_unclean`` counts them per
+split and ``clean_reference`` says what "train" was: the corpus's files where the data directory
+has them (its full train split), else the dialogues of the build itself. AnnoMI's quality
+hold-out (:func:`~cogwm.simulator.splits.annomi_quality_holdout`, chosen over the whole corpus
+where its files are at hand) is in its test split; ``held_out`` lists it.
 """
 
 from __future__ import annotations
@@ -33,8 +41,16 @@ from typing import IO, Any, NamedTuple
 
 from cogwm import __version__
 from cogwm.errors import InputError
-from cogwm.schema import Profile
+from cogwm.schema import Dialogue, Profile
 from cogwm.schema.partial import STATE_FIELDS, LabelledDialogue, PartialState
+from cogwm.simulator.clean import (
+    CLEAN_RULE,
+    corpus_dialogues,
+    full_train,
+    train_lines,
+    train_of,
+    unclean_ids,
+)
 from cogwm.simulator.format import format_version
 from cogwm.simulator.samples import (
     DEFAULT_HISTORY_TURNS,
@@ -47,7 +63,14 @@ from cogwm.simulator.samples import (
     target_leave,
     task_for_corpus,
 )
-from cogwm.simulator.splits import SPLIT_RULE, SplitPlan, base_id, plan_splits
+from cogwm.simulator.splits import (
+    ANNOMI,
+    SPLIT_RULE,
+    SplitPlan,
+    annomi_quality_holdout,
+    base_id,
+    plan_splits,
+)
 
 MANIFEST_SCHEMA = "cogwm.samples-manifest/1"
 OUTPUT_FILES = (*(f"{s}.jsonl" for s in SPLITS), "manifest.json")
@@ -296,7 +319,10 @@ def build_samples(
     by_corpus: dict[str, list[LabelledDialogue]] = defaultdict(list)
     for item in items:
         by_corpus[item.dialogue.corpus].append(item)
-    plans = {c: plan_splits(c, (i.dialogue for i in its), seed) for c, its in by_corpus.items()}
+    plans: dict[str, CorpusPlan] = {}
+    for corpus, its in sorted(by_corpus.items()):
+        progress(f"splitting {corpus}", 0, None)
+        plans[corpus] = plan_corpus(corpus, [i.dialogue for i in its], seed, data_dir)
     tally = _Tally(seed)
     out.mkdir(parents=True, exist_ok=True)
     with _SplitFiles(out) as files:
@@ -323,11 +349,61 @@ def build_samples(
     return manifest
 
 
+class CorpusPlan(NamedTuple):
+    """One corpus's split plan, its held-out dialogues that are not clean, and what "train"
+    meant for the clean rule."""
+
+    plan: SplitPlan
+    unclean: dict[str, Split]
+    reference: str
+
+    def split_of(self, dialogue_id: str) -> Split | None:
+        """The dialogue's split, or None when it was dropped (as a twin or as unclean)."""
+        split = self.plan.split_of(dialogue_id)
+        return None if base_id(dialogue_id) in self.unclean else split
+
+
+def plan_corpus(
+    corpus: str, dialogues: list[Dialogue], seed: int, data_dir: Path | None
+) -> CorpusPlan:
+    """Split one corpus's dialogues and find the held-out ones that are not clean.
+
+    The clean rule's train split is the corpus's full one, read from its files under
+    ``data_dir`` where they are there; else the build's own train dialogues. AnnoMI's quality
+    hold-out is chosen over the same reference.
+    """
+    reference = _reference_dialogues(corpus, data_dir)
+    held_out = None
+    if reference is not None and corpus == ANNOMI:
+        held_out = annomi_quality_holdout(reference, seed)
+    plan = plan_splits(corpus, dialogues, seed, held_out=held_out)
+    if reference is not None:
+        train = train_lines(train_of(corpus, reference, seed))
+        where = "the corpus files' full train split"
+    else:
+        ids = full_train(plan)
+        train = train_lines(d for d in dialogues if base_id(d.id) in ids)
+        where = "the build's own train dialogues (corpus files not found)"
+    heldout = [d for d in dialogues if plan.split_of(d.id) in ("val", "test")]
+    unclean = {b: split for b in unclean_ids(heldout, train) if (split := plan.split_of(b))}
+    return CorpusPlan(plan, unclean, where)
+
+
+def _reference_dialogues(corpus: str, data_dir: Path | None) -> list[Dialogue] | None:
+    """The corpus's dialogues from its files, or None where there are none to read."""
+    if data_dir is None:
+        return None
+    try:
+        return corpus_dialogues(corpus, data_dir)
+    except InputError:
+        return None
+
+
 def _manifest(
     out: Path,
     sources: list[Source],
     loaded: list[list[LabelledDialogue]],
-    plans: dict[str, SplitPlan],
+    plans: dict[str, CorpusPlan],
     tally: _Tally,
     lengths: dict[str, Any],
     *,
@@ -341,6 +417,7 @@ def _manifest(
         "seed": seed,
         "history_turns": history_turns,
         "split_rule": SPLIT_RULE,
+        "clean_rule": CLEAN_RULE,
         "sources": [_describe_source(s, items) for s, items in zip(sources, loaded, strict=True)],
         "counts": {
             s: sum(n for (_, split), n in tally.samples.items() if split == s) for s in SPLITS
@@ -365,7 +442,8 @@ def _describe_source(source: Source, items: list[LabelledDialogue]) -> dict[str,
     return described
 
 
-def _describe_corpus(corpus: str, plan: SplitPlan, tally: _Tally) -> dict[str, Any]:
+def _describe_corpus(corpus: str, planned: CorpusPlan, tally: _Tally) -> dict[str, Any]:
+    plan = planned.plan
     return {
         "task": task_for_corpus(corpus).name,
         "split_rule": plan.rule,
@@ -376,6 +454,11 @@ def _describe_corpus(corpus: str, plan: SplitPlan, tally: _Tally) -> dict[str, A
         "leave": {s: dict(sorted(tally.leave[(corpus, s)].items())) for s in SPLITS},
         "twins": plan.twins,
         "dropped_as_twins": dict(Counter(plan.dropped.values())),
+        "dropped_as_unclean": {
+            s: sum(1 for v in planned.unclean.values() if v == s) for s in SPLITS[1:]
+        },
+        "clean_reference": planned.reference,
+        "held_out": plan.held_out,
     }
 
 

@@ -13,6 +13,15 @@ on nothing else (not on which other dialogues are present or their order), and t
 readings of one dialogue (``<id>#A`` / ``<id>#B``), or a human-label and an LLM-annotated copy of
 it, always land in the same split.
 
+**AnnoMI quality hold-out**: AnnoMI rates each session's counselling as high or low quality
+(``mi_quality``; only 23 of 133 sessions are low). A known-groups check (can a simulator tell the
+clients of good counselling from those of poor counselling?) needs both groups unseen in
+training, which a plain seeded split does not give (seed 0 puts 22 of the 23 low-quality
+sessions in train). :func:`annomi_quality_holdout` picks half of the low-quality sessions
+(rounded up) and as many high-quality ones, each group ordered by sha256(seed:annomi:quality:id),
+and :func:`plan_splits` puts them in AnnoMI's test split, so no simulator trains or selects on
+them.
+
 **Twins**: a dialogue whose normalised text also occurs in a higher split (test above val above
 train) is dropped from its lower split (DailyDialog has test dialogues whose exact text is also in
 its train and validation splits). They are counted, not silently lost.
@@ -23,11 +32,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from pydantic import Field
 
 from cogwm.schema import Dialogue, Record
+from cogwm.schema.labels import AnnoMIMeta
 from cogwm.simulator.samples import SPLITS, Split
 
 #: Shares of a seeded split (train, val; the rest is test).
@@ -49,7 +59,9 @@ _NOT_WORDS = re.compile(r"[^0-9a-z]+")
 SPLIT_RULE = (
     "by dialogue; official splits where the corpus has a train split (DailyDialog, ESConv), "
     "official test kept where it has no train split (INSPIRED: the rest 8:1 train/val, seeded), "
-    "else seeded 80/10/10 by sha256(seed:corpus:base dialogue id); dialogues whose normalised "
+    "else seeded 80/10/10 by sha256(seed:corpus:base dialogue id); AnnoMI's quality hold-out "
+    "(half of the low-quality sessions and as many high-quality ones, seeded) is test; "
+    "dialogues whose normalised "
     "text (lower case, letters and digits only) occurs in a higher split (test > val > train) "
     "are dropped from the lower one"
 )
@@ -92,14 +104,32 @@ class SplitPlan(Record):
         default_factory=dict,
         description="Twin pairs by kind, e.g. 'test~train': test dialogues with a train twin.",
     )
+    held_out: list[str] = Field(
+        default_factory=list,
+        description="Base ids put in test whatever their seeded split (AnnoMI's quality hold-out).",
+    )
 
     def split_of(self, dialogue_id: str) -> Split | None:
         """The split of a dialogue (any reading), or None when it was dropped or is unknown."""
         return self.splits.get(base_id(dialogue_id))
 
 
-def plan_splits(corpus: str, dialogues: Iterable[Dialogue], seed: int) -> SplitPlan:
-    """The split of each dialogue of one corpus (readings of one dialogue count once)."""
+def plan_splits(
+    corpus: str,
+    dialogues: Iterable[Dialogue],
+    seed: int,
+    *,
+    held_out: Collection[str] | None = None,
+) -> SplitPlan:
+    """The split of each dialogue of one corpus (readings of one dialogue count once).
+
+    Args:
+        corpus: The corpus name.
+        dialogues: Its dialogues (any readings).
+        seed: Seeds the split where the corpus has no official one.
+        held_out: Base ids to put in test whatever their split; default the corpus's own
+            hold-out (AnnoMI: :func:`annomi_quality_holdout` of ``dialogues``; none elsewhere).
+    """
     by_base: dict[str, Dialogue] = {}
     for dialogue in dialogues:
         by_base.setdefault(base_id(dialogue.id), dialogue)
@@ -117,10 +147,45 @@ def plan_splits(corpus: str, dialogues: Iterable[Dialogue], seed: int) -> SplitP
     else:
         rule = "seeded"
         splits = {b: _seeded(seed, corpus, b) for b in by_base}
+    if held_out is None:
+        held_out = annomi_quality_holdout(by_base.values(), seed) if corpus == ANNOMI else []
+    forced = sorted(base_id(b) for b in held_out if base_id(b) in splits)
+    for b in forced:
+        splits[b] = "test"
     dropped, twins = _twins(by_base, splits)
     for b in dropped:
         del splits[b]
-    return SplitPlan(corpus=corpus, rule=rule, splits=splits, dropped=dropped, twins=twins)
+    return SplitPlan(
+        corpus=corpus, rule=rule, splits=splits, dropped=dropped, twins=twins, held_out=forced
+    )
+
+
+#: The corpus whose sessions carry a counselling-quality rating.
+ANNOMI = "annomi"
+
+
+def annomi_quality_holdout(dialogues: Iterable[Dialogue], seed: int) -> list[str]:
+    """AnnoMI's known-groups hold-out: base ids of half of the low-quality sessions (rounded
+    up) and as many high-quality ones, each group ordered by sha256(seed:annomi:quality:id).
+
+    Sessions without a quality rating (not AnnoMI metadata) are in neither group. The choice
+    depends on the sessions given: pass the whole corpus.
+    """
+    groups: dict[str, list[str]] = defaultdict(list)
+    seen: set[str] = set()
+    for dialogue in dialogues:
+        base = base_id(dialogue.id)
+        if base in seen or not isinstance(dialogue.meta, AnnoMIMeta):
+            continue
+        seen.add(base)
+        groups[dialogue.meta.mi_quality.strip().lower()].append(base)
+
+    def ordered(ids: list[str]) -> list[str]:
+        return sorted(ids, key=lambda b: (seeded_fraction(seed, f"{ANNOMI}:quality", b), b))
+
+    low = ordered(groups.get("low", []))
+    size = (len(low) + 1) // 2
+    return sorted(low[:size] + ordered(groups.get("high", []))[:size])
 
 
 def _seeded(seed: int, corpus: str, base: str, *, no_test: bool = False) -> Split:

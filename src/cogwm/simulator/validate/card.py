@@ -179,6 +179,11 @@ class PartInfo(_Rec):
     n_dialogues: int
     n_calls: int = 0
     n_failed: int = 0
+    n_unclean: int | None = Field(
+        default=None,
+        description="Held-out dialogues left out because a user line of theirs occurs in "
+        "train (None: the rule did not apply, e.g. simulators trained on none).",
+    )
 
     _current_name = field_validator("name", mode="before")(_part_name)
 

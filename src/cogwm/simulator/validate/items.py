@@ -6,8 +6,11 @@ the latest human-known state before the turn, the last turns of the conversation
 utterance, with the gold answer. The human labels come from
 :func:`cogwm.annotate.human.labelled_dialogues`:
 
-- **DailyDialog**, the official test split (the samples drop test dialogues' text twins from
-  train, so every test dialogue is held out), each speaker as the user in turn; items are the
+Every part scores *clean* held-out dialogues only (:mod:`cogwm.simulator.clean`): a test
+dialogue with a user line of 8+ words that also occurs in the corpus's train split (or whose
+whole text does) is left out, and the card's split text and ``n_unclean`` say how many were.
+
+- **DailyDialog**, the official test split, each speaker as the user in turn; items are the
   turns labelled happiness, anger, sadness, fear or disgust (surprise has no valence sign; "no
   emotion" says nothing about valence).
 - **AnnoMI** (no official split: see :class:`Heldout`), client turns labelled change or sustain
@@ -25,11 +28,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from cogwm.errors import InputError
 from cogwm.schema.labels import P4GMeta
 from cogwm.schema.lexicon import valence
 from cogwm.schema.partial import LabelledDialogue, PartialState
+from cogwm.simulator.clean import clean_heldout, corpus_train_lines
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import TurnInput, shown_text, turn_inputs
 from cogwm.simulator.splits import base_id, plan_splits
@@ -67,6 +72,8 @@ class Population:
     split: str
     selection: str
     items: list[Item]
+    n_unclean: int | None = None
+    """Held-out dialogues the clean rule left out (None: the rule did not apply)."""
 
 
 # --- held-out dialogues of corpora without an official split --------------------------------------
@@ -108,6 +115,56 @@ def held_out(
     )
 
 
+class HeldoutDialogues(NamedTuple):
+    """The labelled dialogues a part scores, the card's words for them, and how many dialogues
+    the clean rule left out (None where it does not apply)."""
+
+    kept: list[LabelledDialogue]
+    split: str
+    n_unclean: int | None
+
+
+def clean_held_out(
+    corpus: str, labelled: list[LabelledDialogue], heldout: Heldout, data_dir: Path
+) -> HeldoutDialogues:
+    """:func:`held_out`, and under the ``test`` rule only the clean dialogues
+    (:func:`clean_test`). The ``all`` rule is for simulators trained on none of the corpus,
+    where no train split exists to be clean of.
+
+    Raises:
+        InputError: An unknown rule.
+    """
+    test, split = held_out(corpus, labelled, heldout)
+    if heldout.rule == "all":
+        return HeldoutDialogues(test, split, None)
+    kept, unclean = clean_test(corpus, test, data_dir, heldout.seed)
+    return HeldoutDialogues(
+        kept, f"{split}, {len(kept)} of them clean ({unclean_words(unclean)})", unclean
+    )
+
+
+def clean_test(
+    corpus: str, test: list[LabelledDialogue], data_dir: Path, seed: int
+) -> tuple[list[LabelledDialogue], int]:
+    """The clean dialogues of ``test`` (:mod:`cogwm.simulator.clean`) against the corpus's full
+    train split (official, else seeded with ``seed``), and how many base dialogues were left
+    out."""
+    cleaned = clean_heldout(
+        test, corpus_train_lines(corpus, data_dir, seed), lambda ld: ld.dialogue
+    )
+    return cleaned.kept, cleaned.removed_from(corpus)
+
+
+def unclean_words(n_unclean: int) -> str:
+    """The card's words for the dialogues the clean rule left out."""
+    return f"{n_unclean} left out: a user line of 8+ words in train, or a train dialogue's twin"
+
+
+def _dialogues(labelled: Iterable[LabelledDialogue]) -> int:
+    """Base dialogues (DailyDialog's two readings of one dialogue count once)."""
+    return len({base_id(ld.dialogue.id) for ld in labelled})
+
+
 #: Reads the gold answer of a turn from its partial state (None: the turn is not an item).
 GoldOf = Callable[[PartialState], str | None]
 
@@ -140,16 +197,18 @@ def dailydialog_population(data_dir: Path) -> Population:
     """The DailyDialog part's items (see the module docstring)."""
     from cogwm.annotate.human import labelled_dialogues
 
-    readings = list(labelled_dialogues("dailydialog", data_dir, split="test"))
-    if not readings:
+    test = list(labelled_dialogues("dailydialog", data_dir, split="test"))
+    if not test:
         raise InputError(f"{data_dir}: DailyDialog has no test dialogues")
+    readings, unclean = clean_test("dailydialog", test, data_dir, 0)
     return Population(
         corpus="dailydialog",
-        split=f"official test ({len(readings) // 2} dialogues; their text twins are dropped "
-        "from train by the samples split rule, so all of them are held out)",
+        split=f"official test, clean: {_dialogues(readings)} of {_dialogues(test)} dialogues "
+        f"({unclean_words(unclean)})",
         selection="turns labelled happiness, anger, sadness, fear or disgust; each speaker is "
         "the user in turn",
         items=[item for r in readings for item in _items(r, _dailydialog_gold)],
+        n_unclean=unclean,
     )
 
 
@@ -165,12 +224,15 @@ def annomi_population(data_dir: Path, heldout: Heldout) -> Population:
     """The AnnoMI part's items: client turns with a change or sustain direction."""
     from cogwm.annotate.human import labelled_dialogues
 
-    kept, split = held_out("annomi", list(labelled_dialogues("annomi", data_dir)), heldout)
+    kept, split, unclean = clean_held_out(
+        "annomi", list(labelled_dialogues("annomi", data_dir)), heldout, data_dir
+    )
     return Population(
         corpus="annomi",
         split=split,
         selection="client turns labelled change or sustain (annotator ties left out)",
         items=[item for ld in kept for item in _items(ld, _annomi_gold)],
+        n_unclean=unclean,
     )
 
 
@@ -193,19 +255,21 @@ def p4g_populations(data_dir: Path, heldout: Heldout) -> tuple[Population, Popul
     from cogwm.annotate.human import labelled_dialogues
 
     labelled = list(labelled_dialogues("persuasionforgood", data_dir))
-    kept, split = held_out("persuasionforgood", labelled, heldout)
+    kept, split, unclean = clean_held_out("persuasionforgood", labelled, heldout, data_dir)
     commitment = Population(
         corpus="persuasionforgood",
         split=f"{split} (the 300 act-annotated dialogues)",
         selection="persuadee turns labelled agree-donation, provide-donation-amount or "
         "confirm-donation (commits) or disagree-donation (refuses)",
         items=[item for ld in kept for item in _items(ld, _p4g_commitment_gold)],
+        n_unclean=unclean,
     )
     final = Population(
         corpus="persuasionforgood",
         split=commitment.split,
         selection="each dialogue's last persuadee turn; gold: donated after the task (B6 > 0)",
         items=[item for ld in kept for item in _last_turn(ld)],
+        n_unclean=unclean,
     )
     return commitment, final
 
@@ -243,25 +307,31 @@ def esconv_populations(data_dir: Path, heldout: Heldout) -> tuple[Population, Po
     the survey has it)."""
     from cogwm.annotate.human import labelled_dialogues
 
-    test = list(labelled_dialogues("esconv", data_dir, split="test"))
-    failed, failed_split = held_out(
-        "failed_esconv", list(labelled_dialogues("failed_esconv", data_dir)), heldout
+    every_test = list(labelled_dialogues("esconv", data_dir, split="test"))
+    test, unclean = clean_test("esconv", every_test, data_dir, heldout.seed)
+    failed, failed_split, failed_unclean = clean_held_out(
+        "failed_esconv", list(labelled_dialogues("failed_esconv", data_dir)), heldout, data_dir
     )
-    split = f"official test ({len(test)} dialogues) and FailedESConv: {failed_split}"
+    official = (
+        f"official test, clean: {len(test)} of {len(every_test)} dialogues "
+        f"({unclean_words(unclean)})"
+    )
     start = Population(
         corpus="esconv",
-        split=f"official test ({len(test)} dialogues)",
+        split=official,
         selection=f"seeker turn {ESCONV_START_TURN} (or the last one), shown without any state; "
         "gold: the pre-chat emotion type and intensity (1-5 mapped to 1-3)",
         items=[item for ld in test for item in _esconv_start(ld)],
+        n_unclean=unclean,
     )
     end = Population(
         corpus="esconv",
-        split=split,
+        split=f"{official} and FailedESConv: {failed_split}",
         selection="the last seeker turn of dialogues with at least two; improved: ESConv, "
         "failed: FailedESConv",
         items=[item for ld in test for item in _esconv_end(ld, "improved")]
         + [item for ld in failed for item in _esconv_end(ld, "failed")],
+        n_unclean=unclean + (failed_unclean or 0),
     )
     return start, end
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
 from typing import TypeVar
@@ -108,7 +108,7 @@ def _dailydialog_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]
     emotion = [item for item in everything.items if item.gold in DD_LEXICON_LABELS]
     selection = "turns labelled anger, sadness or fear; each speaker is the user in turn"
     return {
-        "emotion": Population(everything.corpus, everything.split, selection, emotion),
+        "emotion": replace(everything, selection=selection, items=emotion),
         "valence": everything,
     }
 

@@ -323,6 +323,7 @@ def _part_info(
         n_dialogues=len({item.dialogue_id for item in items}),
         n_calls=len(items),
         n_failed=sum(readings[item.id].state is None for item in items),
+        n_unclean=population.n_unclean,
     )
 
 

@@ -1,0 +1,109 @@
+"""Corpus cold starts come from one split (default test): the option, its hash, its report line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cogwm import tasks
+from cogwm.arena.config import config_hash, hashed_view, parse_config, stored_config
+from cogwm.arena.scenarios import (
+    ScenarioSource,
+    ScenarioSplit,
+    describe_scenarios,
+    select_scenarios,
+    split_dialogues,
+)
+from cogwm.errors import ConfigError, InputError
+from cogwm.schema import Dialogue, Role, Utterance
+
+
+def _raw(**overrides: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "seed": 3,
+        "tasks": ["ESC"],
+        "dialogues_per_task": 2,
+        "simulator": {"model": "fake:schema"},
+        "agents": [{"name": "a", "model": "fake:schema"}],
+    }
+    raw.update(overrides)
+    return raw
+
+
+def test_the_default_split_is_test_and_is_stored_with_the_run() -> None:
+    config = parse_config(_raw(scenarios="corpus", data_dir="/data"))
+    assert config.scenario_split is ScenarioSplit.TEST
+    assert stored_config(config)["scenario_split"] == "test"
+    assert parse_config(_raw(scenarios="corpus", scenario_split="all")).scenario_split == "all"
+
+
+def test_a_split_without_corpus_cold_starts_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match="scenario_split") as info:
+        parse_config(_raw(scenario_split="train"), source="cfg.toml")
+    assert "\n" not in str(info.value) and str(info.value).startswith("cfg.toml: ")
+    with pytest.raises(ConfigError, match="scenario_split"):
+        parse_config(_raw(scenarios="corpus", scenario_split="dev"))
+
+
+def test_runs_without_corpus_cold_starts_keep_their_hash() -> None:
+    # Catches: the new field entering every hash, which would make every stored run's config
+    # "changed" and block its --resume.
+    for raw in (_raw(), _raw(scenarios="mine.jsonl")):
+        assert "scenario_split" not in hashed_view(parse_config(raw))
+
+
+def test_the_split_of_corpus_cold_starts_enters_the_hash() -> None:
+    # Corpus runs made before the option drew from every split: their hash must change too.
+    hashes = {
+        config_hash(parse_config(_raw(scenarios="corpus", scenario_split=split)))
+        for split in ("test", "val", "train", "all")
+    }
+    assert len(hashes) == 4
+
+
+def _dialogue(did: str, split: str, user: str) -> Dialogue:
+    roles = [Role.AGENT, Role.USER] * 3
+    utterances = [
+        Utterance(
+            index=i,
+            speaker=r.value,
+            role=r,
+            text=user if r is Role.USER and i == 1 else f"{did} t{i}",
+        )
+        for i, r in enumerate(roles)
+    ]
+    return Dialogue(id=did, corpus="esconv", split=split, utterances=utterances)
+
+
+def test_split_dialogues_keeps_one_split_and_clean_held_out_ones() -> None:
+    line = "i have been feeling very low since my job ended"
+    dialogues = [
+        _dialogue("esconv:train:0", "train", line),
+        _dialogue("esconv:test:0", "test", line),  # shares a long line with train
+        _dialogue("esconv:test:1", "test", "hello"),
+        _dialogue("esconv:validation:0", "validation", "hi"),
+    ]
+    ids = {s: [d.id for d in split_dialogues("esconv", dialogues, s)] for s in ScenarioSplit}
+    assert ids[ScenarioSplit.TEST] == ["esconv:test:1"]
+    assert ids[ScenarioSplit.VAL] == ["esconv:validation:0"]
+    assert ids[ScenarioSplit.TRAIN] == ["esconv:train:0"]
+    assert len(ids[ScenarioSplit.ALL]) == 4
+    with pytest.raises(InputError, match="unknown scenario split"):
+        split_dialogues("esconv", dialogues, "dev")
+
+
+def test_the_report_line_names_where_cold_starts_came_from() -> None:
+    assert describe_scenarios({}) == "Cold starts: the built-in scenarios."
+    assert "mine.jsonl" in describe_scenarios({"scenarios": "mine.jsonl"})
+    old = describe_scenarios({"scenarios": "corpus"})
+    assert "every split, train included" in old
+    new = describe_scenarios({"scenarios": "corpus", "scenario_split": "test"})
+    assert "test split, clean dialogues only" in new
+    assert "train split" in describe_scenarios({"scenarios": "corpus", "scenario_split": "train"})
+
+
+def test_builtin_scenarios_ignore_the_split() -> None:
+    spec = tasks.get("ESC")
+    chosen = select_scenarios(spec, 2, ScenarioSource.BUILTIN, data_dir=None, seed=0, split="all")
+    assert [s.id for s in chosen] == ["builtin:esc-01", "builtin:esc-02"]
