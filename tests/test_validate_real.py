@@ -2,7 +2,8 @@
 
 DailyDialog's official test split has 237 turns labelled anger, sadness or fear and 1,303 labelled
 happiness, anger, sadness, fear or disgust (counted with a plain JSON reader over the unified
-file, both speakers). Skips when the corpora are absent.
+file, both speakers); the card scores its 696 clean dialogues only (no user line of 8+ words in
+train), which hold 148 and 797 of those turns. Skips when the corpora are absent.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from cogwm.simulator.validate.items import (
 def test_dailydialog_counts_match_the_raw_files(real_data_dir: Path) -> None:
     items = dailydialog_population(real_data_dir).items
     golds = Counter(item.gold for item in items)
-    assert sum(golds[label] for label in DD_LEXICON_LABELS) == 237
-    assert len(items) == 1303
-    assert golds == {"happiness": 1019, "anger": 118, "sadness": 102, "disgust": 47, "fear": 17}
-    assert len({item.dialogue_id for item in items}) == 506
+    assert sum(golds[label] for label in DD_LEXICON_LABELS) == 148
+    assert len(items) == 797
+    assert golds == {"happiness": 618, "anger": 63, "sadness": 76, "disgust": 31, "fear": 9}
+    assert len({item.dialogue_id for item in items}) == 348
 
 
 def test_annomi_p4g_esconv_counts(real_data_dir: Path) -> None:
