@@ -472,3 +472,23 @@ def test_annomi_quality_holdout_is_stratified_and_seeded() -> None:
     assert len(kept - low) == 3
     assert annomi_quality_holdout(reversed(dialogues), seed=0) == kept
     assert annomi_quality_holdout(dialogues, seed=1) != kept
+
+
+def test_cli_prints_the_checks_with_their_verdicts(fakes: None, data_dir: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from cogwm.cli.validate import validate
+
+    app = typer.Typer()
+    app.command()(validate)
+    result = CliRunner().invoke(
+        app,
+        ["--model", "fake:checks-copy", "--data-dir", str(data_dir), "--heldout", "all",
+         "--split-seed", "1", "--parts", "counterfactual,known_groups", "--limit", "2",
+         "--resamples", "50", "--no-preflight"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "responsiveness checks" in result.stdout
+    assert "counterfactual.ESC.valence_ordering" in result.stdout
+    assert "NO" in result.stdout  # the copy machine fails

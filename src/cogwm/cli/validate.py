@@ -257,7 +257,8 @@ def _print_card(card: Card) -> None:
             f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
             _num(fig.baselines.majority), _num(fig.baselines.random),
         )  # fmt: skip
-    console.print(table)
+    if card.figures or not card.checks:  # a card of checks only has no figure rows
+        console.print(table)
     for part in card.parts:
         console.print(
             f"[bold]{part.name}[/]: {part.corpus} {part.split}; {part.selection}; "

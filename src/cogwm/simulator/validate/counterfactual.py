@@ -298,7 +298,7 @@ def _passed(value: float | None, low: float | None) -> bool | None:
 
 
 def _note(history_set: HistorySet, scored: _Scored, metric: str, bank: Bank) -> str:
-    reading = "valence x intensity" if metric == "valence_ordering" else "the task's Comp_t"
+    reading = "valence x intensity" if metric == "valence_ordering" else "Comp_t"
     n = len(scored.scores)
     real = (
         f"the real agent turn's {reading} lies between the hostile and the supportive line's "
