@@ -35,9 +35,27 @@ from cogwm.simulator.validate.groups import esconv_groups
 from cogwm.simulator.validate.items import Heldout
 from helpers_validate import write_corpora
 
-#: Every dialogue; split seed 1 puts AnnoMI's transcript 1 (high quality, two client turns) in the
-#: quality hold-out beside transcript 16 (low).
-ALL = Heldout("all", seed=1)
+
+def _annomi(tid: int, quality: str) -> Dialogue:
+    return Dialogue(
+        id=f"annomi:{tid}",
+        corpus="annomi",
+        utterances=[Utterance(index=0, speaker="client", role=Role.USER, text="Hi.")],
+        meta=AnnoMIMeta(
+            transcript_id=tid, mi_quality=quality, video_title="", video_url="", topic=""
+        ),
+    )
+
+
+def _split_seed() -> int:
+    """A split seed whose AnnoMI quality hold-out takes transcript 1 (high quality, two client
+    turns) beside transcript 16 (low); transcript 0 has one client turn, too few for a change."""
+    sessions = [_annomi(0, "high"), _annomi(1, "high"), _annomi(16, "low")]
+    return next(s for s in range(100) if "annomi:1" in annomi_quality_holdout(sessions, s))
+
+
+#: Every dialogue, with a split seed that gives the AnnoMI known groups one session each.
+ALL = Heldout("all", seed=_split_seed())
 
 
 # --- corpora: the validate helpers' DailyDialog and AnnoMI, hand-written ESConv, P4G fixture ------
@@ -453,25 +471,14 @@ def test_esconv_groups_keep_failed_dialogues_without_improvement(data_dir: Path)
         assert dialogue.first.turn_index < dialogue.last.turn_index
 
 
-def _annomi(tid: int, quality: str) -> Dialogue:
-    return Dialogue(
-        id=f"annomi:{tid}",
-        corpus="annomi",
-        utterances=[Utterance(index=0, speaker="client", role=Role.USER, text="Hi.")],
-        meta=AnnoMIMeta(
-            transcript_id=tid, mi_quality=quality, video_title="", video_url="", topic=""
-        ),
-    )
-
-
 def test_annomi_quality_holdout_is_stratified_and_seeded() -> None:
     dialogues = [_annomi(i, "low" if i < 5 else "high") for i in range(30)]
-    kept = annomi_quality_holdout(dialogues, seed=0)
+    kept = set(annomi_quality_holdout(dialogues, seed=0))
     low = {f"annomi:{i}" for i in range(5)}
     assert len(kept & low) == 3  # half of 5, rounded up
     assert len(kept - low) == 3
-    assert annomi_quality_holdout(reversed(dialogues), seed=0) == kept
-    assert annomi_quality_holdout(dialogues, seed=1) != kept
+    assert set(annomi_quality_holdout(reversed(dialogues), seed=0)) == kept
+    assert set(annomi_quality_holdout(dialogues, seed=1)) != kept
 
 
 def test_cli_prints_the_checks_with_their_verdicts(fakes: None, data_dir: Path) -> None:
@@ -485,7 +492,7 @@ def test_cli_prints_the_checks_with_their_verdicts(fakes: None, data_dir: Path) 
     result = CliRunner().invoke(
         app,
         ["--model", "fake:checks-copy", "--data-dir", str(data_dir), "--heldout", "all",
-         "--split-seed", "1", "--parts", "counterfactual,known_groups", "--limit", "2",
+         "--split-seed", str(ALL.seed), "--parts", "counterfactual,known_groups", "--limit", "2",
          "--resamples", "50", "--no-preflight"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
