@@ -92,6 +92,9 @@ ANNOMI_ROWS = [
     (16, 5, "client", "Okay.", "neutral"),
 ]
 
+#: Transcripts of low MI quality (the known-groups check compares them with the high ones).
+LOW_QUALITY = {16}
+
 
 def write_corpora(root: Path) -> Path:
     """Write the corpora under ``root`` (one folder per corpus) and return ``root``."""
@@ -106,7 +109,8 @@ def write_corpora(root: Path) -> Path:
         for tid, uid, who, text, talk in ANNOMI_ROWS:
             behaviour = "question" if who == "therapist" else "n/a"
             video = (f"Video {tid}", f"https://example.org/{tid}", "smoking cessation")
-            writer.writerow([tid, "high", *video, uid, who, "00:00:01", text, behaviour, talk])
+            quality = "low" if tid in LOW_QUALITY else "high"
+            writer.writerow([tid, quality, *video, uid, who, "00:00:01", text, behaviour, talk])
     with (annomi / "AnnoMI-full.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(ANNOMI_FULL_HEADER)

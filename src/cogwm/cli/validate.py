@@ -38,15 +38,20 @@ def validate(
     data_dir: DataDirOption = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", min=1, help="Items sampled per item set (seeded); default all."),
+        typer.Option(
+            "--limit",
+            min=1,
+            help="Items sampled per item set (seeded); for the checks, histories per task "
+            "(counterfactual) and dialogues per group (known_groups); default all.",
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of sampling, decoding, bootstrap.")] = 0,
     parts: Annotated[
         list[str] | None,
         typer.Option(
             "--parts",
-            help="Parts to measure: dailydialog, annomi, persuasionforgood (p4g), esconv, judges "
-            "(repeat or "
+            help="Parts to measure: dailydialog, annomi, persuasionforgood (p4g), esconv, judges, "
+            "and the responsiveness checks counterfactual and known_groups (repeat or "
             "comma-separate); default all.",
         ),
     ] = None,
@@ -262,7 +267,8 @@ def _print_card(card: Card) -> None:
             f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
             _num(fig.baselines.majority), _num(fig.baselines.random),
         )  # fmt: skip
-    console.print(table)
+    if card.figures or not card.checks:  # a card of checks only has no figure rows
+        console.print(table)
     for part in card.parts:
         console.print(
             f"[bold]{part.name}[/]: {part.corpus} {part.split}; {part.selection}; "
@@ -272,6 +278,31 @@ def _print_card(card: Card) -> None:
         )
     for name, reason in card.left_out.items():
         console.print(f"[bold]{name}[/]: left out ({reason})", highlight=False)
+    if card.checks:
+        _print_checks(card)
+
+
+def _print_checks(card: Card) -> None:
+    table = Table(
+        Column("check", overflow="fold", min_width=24),
+        "value", "95% CI", "n", "failed", "copy machine", "passed",
+        title="responsiveness checks",
+    )  # fmt: skip
+    for check in card.checks:
+        ci = "-" if check.ci_low is None or check.ci_high is None else (
+            f"[{check.ci_low:.3f}, {check.ci_high:.3f}]"
+        )  # fmt: skip
+        passed = {True: "yes", False: "NO", None: "-"}[check.passed]
+        table.add_row(
+            check.key, _num(check.value), ci, f"{check.n:,}", f"{check.n_failed:,}",
+            _num(check.copy_machine), passed,
+        )  # fmt: skip
+    console.print(table)
+    for check in card.checks:
+        others = ", ".join(f"{k} {_num(v)}" for k, v in check.baselines.items())
+        console.print(
+            f"[bold]{check.key}[/]: {check.rule}; {others}; {check.note}", highlight=False
+        )
 
 
 def _compare(

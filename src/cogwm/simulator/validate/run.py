@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -30,7 +30,8 @@ from cogwm.models.model import Model
 from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
-from cogwm.simulator.validate.card import Card, Figure, PartInfo
+from cogwm.simulator.validate import counterfactual, groups
+from cogwm.simulator.validate.card import Card, Check, Figure, PartInfo
 from cogwm.simulator.validate.figures import (
     Scope,
     Settings,
@@ -73,8 +74,13 @@ INPUT = (
 )
 #: The modes of the paper, in the order they run.
 MODES: tuple[Mode, ...] = ("understand", "predict")
+#: Responsiveness checks run as parts: how each plans its calls before the first one.
+CHECKS: dict[str, Callable[[Path, Heldout, int | None, int], _CheckPlan]] = {
+    counterfactual.COUNTERFACTUAL: counterfactual.plan,
+    groups.KNOWN_GROUPS: groups.plan,
+}
 #: The parts measured when none are named.
-DEFAULT_PARTS: tuple[str, ...] = (*PARTS, JUDGES)
+DEFAULT_PARTS: tuple[str, ...] = (*PARTS, JUDGES, *CHECKS)
 
 
 def check_parts(names: Sequence[str]) -> list[str]:
@@ -83,7 +89,7 @@ def check_parts(names: Sequence[str]) -> list[str]:
     Raises:
         InputError: A name that is neither a part nor a known unmeasured one.
     """
-    known = [*PARTS, JUDGES, *NOT_YET]
+    known = [*PARTS, JUDGES, *CHECKS, *NOT_YET]
     names = [_part_of_corpus(n) if n not in known else n for n in names]
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -181,7 +187,8 @@ def build_card(
         data_dir: The folder of the corpora.
         parts: Parts to measure (names of :data:`PARTS`; names of :data:`NOT_YET` are recorded
             as left out with the reason).
-        limit: Items sampled per item set with ``seed`` (None: the full sets).
+        limit: Items sampled per item set with ``seed`` (None: the full sets); for the checks,
+            histories per task (counterfactual) and dialogues per group (known groups).
         seed: Seed of the sampling, of the model's decoding and of the bootstrap.
         resamples: Bootstrap resamples per interval.
         ablation: Input switch (:data:`~cogwm.simulator.validate.reader.ABLATIONS`).
@@ -218,8 +225,10 @@ def build_card(
         sets = choose(populations, limit, seed)
         runs.extend(_Run(spec, mode, populations, sets) for mode in modes)
     judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in names else {}
+    plans = [CHECKS[n](data_dir, heldout, limit, seed) for n in names if n in CHECKS]
     settings = Settings(resamples=resamples, seed=seed)
     calls = sum(len(union(run.sets)) for run in runs) + sum(len(d) for _, d in judged.values())
+    calls += sum(len(p.calls) for p in plans)
     bar = _Bar(calls, progress, console)
     infos: list[PartInfo] = []
     figures: list[Figure] = []
@@ -228,6 +237,9 @@ def build_card(
             _read_all(model, runs, bar, seed=seed, ablation=ablation, pipeline=pipeline)
         )
         verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
+        check_readings = asyncio.run(
+            _read_checks(model, plans, bar, seed=seed, ablation=ablation, pipeline=pipeline)
+        )
     for run, readings in zip(runs, all_readings, strict=True):
         figures.extend(_score(run, readings, settings, index))
         infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
@@ -235,6 +247,11 @@ def build_card(
     for name, (split, dialogues) in judged.items():
         figures.extend(judge_figures(judge_scope, name, dialogues, verdicts[name]))
         infos.append(_judge_info(name, split, dialogues, verdicts[name]))
+    checks: list[Check] = []
+    for check_plan, readings in zip(plans, check_readings, strict=True):
+        found, check_infos = check_plan.score(readings, settings)
+        checks.extend(found)
+        infos.extend(check_infos)
     return Card(
         label=label or _label(address, ablation, pipeline),
         model=address,
@@ -246,13 +263,53 @@ def build_card(
         limit=limit,
         resamples=resamples,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
-        versions=versions(),
+        versions={**versions(), **{k: v for p in plans for k, v in p.versions.items()}},
         answer_labels=sorted(valence_table()),
         input=f"{INPUT}; {ABLATIONS[ablation]}",
         parts=infos,
         figures=figures,
         left_out={n: NOT_YET[n] for n in names if n in NOT_YET},
+        checks=checks,
     )
+
+
+class _CheckPlan(Protocol):
+    """A responsiveness check's calls and scoring (see :data:`CHECKS`)."""
+
+    @property
+    def calls(self) -> list[Item]: ...
+
+    @property
+    def versions(self) -> dict[str, str]: ...
+
+    def score(
+        self, readings: Mapping[str, Reading], settings: Settings
+    ) -> tuple[list[Check], list[PartInfo]]: ...
+
+
+async def _read_checks(
+    model: Model,
+    plans: Sequence[_CheckPlan],
+    bar: _Bar,
+    *,
+    seed: int,
+    ablation: str,
+    pipeline: str,
+) -> list[dict[str, Reading]]:
+    """Each check's readings by call id, in prediction mode (the checks ask what comes next)."""
+    out = []
+    for check_plan in plans:
+        readings = await read_items(
+            model,
+            check_plan.calls,
+            "predict",
+            seed=seed,
+            ablation=ablation,
+            pipeline=pipeline,
+            on_done=bar.done,
+        )
+        out.append({item.id: r for item, r in zip(check_plan.calls, readings, strict=True)})
+    return out
 
 
 class _Run(NamedTuple):
