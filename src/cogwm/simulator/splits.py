@@ -218,34 +218,3 @@ def _twins(
             if splits[base] != top:
                 dropped[base] = splits[base]
     return dropped, dict(twins)
-
-
-def annomi_quality_holdout(dialogues: Iterable[Dialogue], seed: int) -> frozenset[str]:
-    """AnnoMI sessions held out for the known-groups check of high against low MI quality.
-
-    Stratified: half of the low-quality sessions (rounded up) and as many high-quality ones, each
-    group taken in the order of ``sha256(seed:annomi_quality:base id)``, so the choice depends only
-    on the seed and the ids. No simulator may train on these sessions.
-
-    Args:
-        dialogues: AnnoMI dialogues (readings of one session count once); others are ignored.
-        seed: The seed of the choice (the samples' split seed).
-
-    Returns:
-        The base dialogue ids held out.
-    """
-    groups: dict[str, set[str]] = defaultdict(set)
-    for dialogue in dialogues:
-        if isinstance(dialogue.meta, AnnoMIMeta):
-            groups[dialogue.meta.mi_quality].add(base_id(dialogue.id))
-
-    def ordered(bases: set[str]) -> list[str]:
-        return sorted(
-            bases,
-            key=lambda b: hashlib.sha256(f"{seed}:annomi_quality:{b}".encode()).hexdigest(),
-        )
-
-    low = ordered(groups.get("low", set()))
-    count = (len(low) + 1) // 2
-    high = ordered(groups.get("high", set()))[:count]
-    return frozenset(low[:count] + high)
