@@ -33,7 +33,7 @@ from cogwm.simulator.validate.counterfactual import (
 )
 from cogwm.simulator.validate.groups import esconv_groups
 from cogwm.simulator.validate.items import Heldout
-from helpers_validate import write_corpora
+from helpers_validate import LOW_QUALITY, write_corpora
 
 
 def _annomi(tid: int, quality: str) -> Dialogue:
@@ -128,7 +128,7 @@ def _failed_record(start: int, end: int, turns: list[str]) -> dict[str, Any]:
 
 def write_check_corpora(root: Path) -> Path:
     """Every corpus the checks read, small and hand-written."""
-    write_corpora(root)
+    write_corpora(root, low_quality=LOW_QUALITY)
     splits = root / "esconv" / "hf_splits"
     splits.mkdir(parents=True)
     test = [
@@ -137,8 +137,11 @@ def write_check_corpora(root: Path) -> Path:
         for turns in _SEEKER_TURNS
     ]
     (splits / "test.json").write_text("\n".join(json.dumps(r) for r in test) + "\n")
-    (splits / "train.json").write_text(json.dumps(test[0]) + "\n")
-    (splits / "valid.json").write_text(json.dumps(test[1]) + "\n")
+    # Train and validation hold other dialogues: a test dialogue whose text is in train is not a
+    # clean held-out item, and would leave the checks.
+    other = [["Hi.", "I moved to a new city.", "How is it going?", "Lonely so far."]]
+    (splits / "train.json").write_text(json.dumps(_esconv_row("anxiety", 4, 2, other[0])) + "\n")
+    (splits / "valid.json").write_text(json.dumps(_esconv_row("sadness", 4, 2, other[0])) + "\n")
     failed = [_failed_record(3, end, turns) for end in (3, 4) for turns in _SEEKER_TURNS]
     failed.append(_failed_record(4, 2, _SEEKER_TURNS[0]))  # improved: in no group
     (root / "esconv" / "FailedESConv.json").write_text(json.dumps(failed))
