@@ -20,7 +20,7 @@ from cogwm.cli.common import (
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
-from cogwm.simulator.validate.compare import PairedDifference
+from cogwm.simulator.validate.compare import TRIVIAL_COLUMNS, PairedDifference, gate_text
 from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
 
 
@@ -239,6 +239,7 @@ def _print_card(card: Card) -> None:
     table = Table(
         Column("figure", overflow="fold", min_width=24),
         "value", "95% CI", "n", "failed", "majority", "random",
+        *(label for _, label in TRIVIAL_COLUMNS), "best", "gate Δ [CI]",
         title=f"validity card: {card.label}",
         caption=f"{card.model_identity}; seed {card.seed}; {limit}; ablation {card.ablation}; "
         f"pipeline {card.pipeline}; held out: {card.heldout}",
@@ -251,6 +252,8 @@ def _print_card(card: Card) -> None:
         table.add_row(
             f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
             _num(fig.baselines.majority), _num(fig.baselines.random),
+            *(_num(getattr(fig.baselines, name)) for name, _ in TRIVIAL_COLUMNS),
+            fig.baselines.best_trivial or "-", gate_text(fig.gate),
         )  # fmt: skip
     console.print(table)
     for part in card.parts:
@@ -295,6 +298,8 @@ def _compare(
         Column("figure", overflow="fold", min_width=24),
         "majority",
         "random",
+        *(label for _, label in TRIVIAL_COLUMNS),
+        "best",
         *(Column(c, overflow="fold") for c in comparison.columns),
         title="validity cards",
     )

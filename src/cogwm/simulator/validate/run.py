@@ -30,6 +30,7 @@ from cogwm.models.model import Model
 from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
+from cogwm.simulator.validate.baselines import FittedRule, fit_rules, state_figures
 from cogwm.simulator.validate.card import Card, Figure, PartInfo
 from cogwm.simulator.validate.figures import (
     Scope,
@@ -70,6 +71,11 @@ INPUT = (
     "as the training samples: the task's context, the profile, the first and the latest "
     f"human-known state before the turn, the last {DEFAULT_HISTORY_TURNS} turns (and the real "
     "turn when understanding)"
+)
+#: Said on trivial rules whose train dialogues are among the items (``--heldout all``).
+TRAIN_OVERLAP = (
+    "held out: all, so these items include the train dialogues the trivial rules were fitted "
+    "on (their values are optimistic)"
 )
 #: The modes of the paper, in the order they run.
 MODES: tuple[Mode, ...] = ("understand", "predict")
@@ -216,7 +222,8 @@ def build_card(
     for spec in (PARTS[n] for n in names if n in PARTS):
         populations = spec.populations(data_dir, heldout)
         sets = choose(populations, limit, seed)
-        runs.extend(_Run(spec, mode, populations, sets) for mode in modes)
+        trivial = _fit_trivial(spec, data_dir, heldout)
+        runs.extend(_Run(spec, mode, populations, sets, trivial) for mode in modes)
     judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in names else {}
     settings = Settings(resamples=resamples, seed=seed)
     calls = sum(len(union(run.sets)) for run in runs) + sum(len(d) for _, d in judged.values())
@@ -229,7 +236,7 @@ def build_card(
         )
         verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
     for run, readings in zip(runs, all_readings, strict=True):
-        figures.extend(_score(run, readings, settings, index))
+        figures.extend(_score(run, readings, settings, index, heldout))
         infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     judge_scope = Scope(JUDGES, "judge", settings)
     for name, (split, dialogues) in judged.items():
@@ -262,6 +269,16 @@ class _Run(NamedTuple):
     mode: Mode
     populations: dict[str, Population]
     sets: ItemSets
+    trivial: dict[str, FittedRule] | None = None
+
+
+def _fit_trivial(spec: PartSpec, data_dir: Path, heldout: Heldout) -> dict[str, FittedRule] | None:
+    """The part's trivial rules, fitted on its train split and ranked on its validation split
+    (model-free, once for every mode)."""
+    if spec.fit_sets is None or not spec.rules:
+        return None
+    sets = spec.fit_sets(data_dir, heldout)
+    return fit_rules(spec.rules, sets["train"], sets["val"])
 
 
 def check_modes(modes: Sequence[str]) -> list[Mode]:
@@ -287,12 +304,24 @@ def _training_index(train_samples: Path | None, modes: Sequence[Mode]) -> NgramI
 
 
 def _score(
-    run: _Run, readings: Mapping[str, Reading], settings: Settings, index: NgramIndex | None
+    run: _Run,
+    readings: Mapping[str, Reading],
+    settings: Settings,
+    index: NgramIndex | None,
+    heldout: Heldout = Heldout(),
 ) -> list[Figure]:
-    """The part's figures, plus the utterance tier in prediction mode (on all its items) and,
+    """The part's figures (state figures on all, change and no-previous items, with their
+    trivial rules and gate), plus the utterance tier in prediction mode (on all its items) and,
     with a training index, the memorisation figure."""
     scope = Scope(run.spec.name, run.mode, settings)
-    figures = run.spec.score(scope, run.sets, readings)
+    if run.spec.rules:
+        overlap = heldout.rule == "all" and not run.spec.official_split
+        figures = state_figures(
+            run.spec.rules, scope, run.sets, readings, run.trivial,
+            fit_note=TRAIN_OVERLAP if overlap else "",
+        )  # fmt: skip
+    else:
+        figures = run.spec.score(scope, run.sets, readings)
     if run.mode == "predict":
         items = union(run.sets)
         gold = [i.utterance for i in items]
