@@ -19,12 +19,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from cogwm import models
+from cogwm.cli.validate import validate
 from cogwm.models import Message, register_fake, unregister_fake
 from cogwm.simulator.validate import Card, build_card, compare, text_rows, to_csv
 from cogwm.simulator.validate.baselines import RULES
 from cogwm.simulator.validate.card import Figure
+from cogwm.simulator.validate.compare import TRIVIAL_COLUMNS
 from cogwm.simulator.validate.figures import cluster_bootstrap as old_path_bootstrap
 from cogwm.stats.bootstrap import IntArray, Settings, cluster_bootstrap, paired_difference
 from helpers_validate import _dd_dialogue
@@ -209,7 +213,7 @@ def test_comparison_and_csv_show_the_trivial_rules_and_gates(
     text = dict((r[0].split(" ")[0], r) for r in text_rows(comparison))[row.key]
     # metric, majority, random, carry, VADER, tfidf, comb, best, then the two simulators.
     assert len(text) == 8 + 2
-    assert text[7] == row.best_trivial
+    assert text[7] == dict(TRIVIAL_COLUMNS)[str(row.best_trivial)]
     assert "gate Δ" in text[8] and "fail" in text[8] and "pass" in text[9]
     header = to_csv(comparison).splitlines()[0].split(",")
     assert header[:5] == ["metric", "higher_is_better", "majority", "random", "same_items"]
@@ -262,3 +266,28 @@ def test_paired_difference_scores_both_sides_on_the_same_draw() -> None:
     assert (result.n, result.n_groups) == (60, 20)
     undefined = paired_difference(first, lambda idx: None, groups, Settings(100, 0))
     assert (undefined.difference, undefined.ci_low, undefined.ci_high) == (None, None, None)
+
+
+def test_the_cli_prints_the_trivial_rules_and_the_gate(
+    fakes: dict[str, models.Model], data_dir: Path, tmp_path: Path
+) -> None:
+    app = typer.Typer()
+    app.command()(validate)
+    out = tmp_path / "card.json"
+    result = CliRunner().invoke(
+        app,
+        ["--model", "fake:h-read", "--data-dir", str(data_dir), "--out", str(out),
+         "--resamples", "50", "--parts", "dailydialog"],
+        env={"COLUMNS": "250"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if "figure" in line)
+    for column in ("majority", "carry", "VADER", "tfidf", "comb", "best", "gate Δ [CI]"):
+        assert column in header
+    change = next(line for line in lines if "valence_auroc:change" in line)
+    # The card's own figure row: carry-forward wrong on change items, the gate passed.
+    assert "0.045" in change and "tfidf" in change and "pass" in change
+    result = CliRunner().invoke(app, ["--compare", str(out)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "gate Δ +0.500 [+0.500, +0.500] pass" in result.stdout

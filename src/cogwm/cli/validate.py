@@ -20,7 +20,12 @@ from cogwm.cli.common import (
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
-from cogwm.simulator.validate.compare import TRIVIAL_COLUMNS, PairedDifference, gate_text
+from cogwm.simulator.validate.compare import (
+    TRIVIAL_COLUMNS,
+    PairedDifference,
+    gate_text,
+    short_rule,
+)
 from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
 
 
@@ -253,7 +258,7 @@ def _print_card(card: Card) -> None:
             f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
             _num(fig.baselines.majority), _num(fig.baselines.random),
             *(_num(getattr(fig.baselines, name)) for name, _ in TRIVIAL_COLUMNS),
-            fig.baselines.best_trivial or "-", gate_text(fig.gate),
+            short_rule(fig.baselines.best_trivial), gate_text(fig.gate),
         )  # fmt: skip
     console.print(table)
     for part in card.parts:

@@ -132,6 +132,11 @@ TRIVIAL_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def short_rule(name: str | None) -> str:
+    """A trivial rule's column name (``text_classifier`` -> ``tfidf``); ``-`` for None."""
+    return "-" if name is None else dict(TRIVIAL_COLUMNS).get(name, name)
+
+
 def gate_text(gate: Gate | None) -> str:
     """``+0.012 [-0.020, +0.041] pass``: the difference from the best trivial rule, its paired
     interval and the verdict; ``-`` without a gate."""
@@ -191,7 +196,7 @@ def text_rows(comparison: Comparison) -> list[list[str]]:
         trivial = [_num(getattr(row, name)) for name, _ in TRIVIAL_COLUMNS]
         rows.append(
             [f"{row.key} {arrow}{mark}", _num(row.majority), _num(row.random), *trivial,
-             row.best_trivial or "-"]
+             short_rule(row.best_trivial)]
             + [_with_gate(c) for c in row.cells]
         )  # fmt: skip
     return rows
