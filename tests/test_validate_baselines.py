@@ -23,13 +23,20 @@ import typer
 from typer.testing import CliRunner
 
 from cogwm import models
+from cogwm.annotate.human import extensions
 from cogwm.cli.validate import validate
 from cogwm.models import Message, register_fake, unregister_fake
+from cogwm.schema import CognitiveState, Emotion, StateItem
+from cogwm.schema.lexicon import valence
+from cogwm.simulator.format import WorldModelInput
+from cogwm.simulator.samples import task_for_corpus
 from cogwm.simulator.validate import Card, build_card, compare, text_rows, to_csv
-from cogwm.simulator.validate.baselines import RULES
+from cogwm.simulator.validate.baselines import RULES, FittedRule, StateRule, fit_rules, rule_value
 from cogwm.simulator.validate.card import Figure
 from cogwm.simulator.validate.compare import TRIVIAL_COLUMNS
 from cogwm.simulator.validate.figures import cluster_bootstrap as old_path_bootstrap
+from cogwm.simulator.validate.items import Heldout, Item
+from cogwm.simulator.validate.parts import DAILYDIALOG_RULES, ESCONV_RULES, P4G_RULES, PARTS
 from cogwm.stats.bootstrap import IntArray, Settings, cluster_bootstrap, paired_difference
 from helpers_validate import _dd_dialogue
 
@@ -291,3 +298,112 @@ def test_the_cli_prints_the_trivial_rules_and_the_gate(
     result = CliRunner().invoke(app, ["--compare", str(out)], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "gate Δ +0.500 [+0.500, +0.500] pass" in result.stdout
+
+
+# --- change items, rule by rule ------------------------------------------------------------------
+
+
+def _item(corpus: str, gold: str, *, previous: CognitiveState | None = None,
+          initial: CognitiveState | None = None, **facts: float) -> Item:  # fmt: skip
+    inp = WorldModelInput(
+        task=task_for_corpus(corpus).name, previous_state=previous, initial_state=initial
+    )
+    return Item(f"{corpus}:1", "d", 1, inp, "text", gold, dict(facts))
+
+
+def _feeling(label: str, intensity: int = 2) -> CognitiveState:
+    return CognitiveState(emotion=Emotion(label=label, intensity=intensity))
+
+
+def _intending(score: float) -> CognitiveState:
+    return CognitiveState(intentions=[StateItem(text="donate", score=score)])
+
+
+def _rule(rules: tuple[StateRule, ...], metric: str) -> StateRule:
+    return next(r for r in rules if r.metric == metric)
+
+
+def test_change_items_are_read_in_the_golds_space() -> None:
+    extensions.register()  # DailyDialog's happiness, surprise and neutral
+    valence = _rule(DAILYDIALOG_RULES, "valence_auroc")
+    dd = "dailydialog"
+    assert valence.subset(_item(dd, "happiness")) == "no_previous"
+    assert valence.subset(_item(dd, "happiness", previous=_feeling("happiness"))) == "same"
+    # Another negative label has the same valence sign: not a change of valence ...
+    assert valence.subset(_item(dd, "sadness", previous=_feeling("anger"))) == "same"
+    # ... while neutral and surprise (valence 0) differ from both signs.
+    assert valence.subset(_item(dd, "happiness", previous=_feeling("neutral"))) == "change"
+    assert valence.subset(_item(dd, "anger", previous=_feeling("surprise"))) == "change"
+    # Without a previous state, the initial one is what the prompt shows.
+    assert valence.subset(_item(dd, "anger", initial=_feeling("happiness"))) == "change"
+    emotion = _rule(DAILYDIALOG_RULES, "emotion_accuracy")
+    assert emotion.subset(_item(dd, "sadness", previous=_feeling("anger"))) == "change"
+    assert emotion.subset(_item(dd, "anger", previous=_feeling("anger"))) == "same"
+
+
+def test_change_of_direction_and_of_the_read_change() -> None:
+    commitment = _rule(P4G_RULES, "commitment_auroc")
+    p4g = "persuasionforgood"
+    assert commitment.subset(_item(p4g, "refuses", previous=_intending(2.0))) == "change"
+    assert commitment.subset(_item(p4g, "commits", previous=_intending(2.0))) == "same"
+    assert commitment.subset(_item(p4g, "refuses", previous=_intending(0.0))) == "same"
+    # A state without a scored intention shows no value of the field.
+    assert commitment.subset(_item(p4g, "commits", previous=_feeling("hope"))) == "no_previous"
+    known = _rule(ESCONV_RULES, "known_groups_auroc")
+    sad = _feeling("sadness", 3)
+    start = valence("sadness") * 3
+    # Shown the pre-chat state, a copy reads no change: wrong for ESConv, right for the failed.
+    assert known.subset(_item("esconv", "improved", previous=sad, initial_e=start)) == "change"
+    assert known.subset(_item("esconv", "failed", previous=sad, initial_e=start)) == "same"
+    final = _rule(ESCONV_RULES, "final_intensity_mae")
+    assert final.subset(_item("esconv", "improved", previous=sad, final=1.0)) == "change"
+    assert final.subset(_item("esconv", "improved", previous=sad, final=3.0)) == "same"
+
+
+# --- the real corpora --------------------------------------------------------------------------
+
+
+def _fitted_on_real(part: str, data: Path) -> tuple[dict[str, FittedRule], dict[str, list[Item]]]:
+    spec = PARTS[part]
+    assert spec.fit_sets is not None
+    extensions.register()
+    sets = spec.fit_sets(data, Heldout())
+    test = {name: p.items for name, p in spec.populations(data, Heldout()).items()}
+    return fit_rules(spec.rules, sets["train"], sets["val"]), test
+
+
+def test_trivial_rules_on_the_real_esconv_and_p4g(real_data_dir: Path) -> None:
+    fitted, test = _fitted_on_real("esconv", real_data_dir)
+    known = fitted["known_groups_auroc"]
+    items = known.rule.items(test)
+    predictions = known.predict(items)
+    gold = [known.rule.gold(i) for i in items]
+    # The last seeker turn shows the pre-chat state (the only one labelled before it): a copy
+    # reads no change for anyone, which tells ESConv from FailedESConv no better than chance.
+    assert rule_value("auroc", gold, predictions["carry_forward"]) == 0.5
+    assert known.best["all"] in RULES
+    lexicon = rule_value("auroc", gold, predictions["lexicon"])
+    assert lexicon is not None and lexicon > 0.6
+    fitted, test = _fitted_on_real("persuasionforgood", real_data_dir)
+    commitment = fitted["commitment_auroc"]
+    assert commitment.n_train > 5 * commitment.n_val > 0
+    assert commitment.best["all"] in RULES
+
+
+@pytest.mark.slow
+def test_copying_the_shown_state_on_real_dailydialog(real_data_dir: Path) -> None:
+    fitted, test = _fitted_on_real("dailydialog", real_data_dir)
+    rule = fitted["valence_auroc"]
+    items = rule.rule.items(test)
+    change = [i for i in items if rule.rule.subset(i) == "change"]
+
+    def carry(chosen: list[Item]) -> float | None:
+        gold = [rule.rule.gold(i) for i in chosen]
+        return rule_value("auroc", gold, rule.predict(chosen)["carry_forward"])
+
+    assert len(items) == 1303
+    # Copying the shown state orders valence well on all turns, and not at all where it changed.
+    assert carry(items) == pytest.approx(0.796, abs=0.001)
+    value = carry(change)
+    assert value is not None and value < 0.5
+    assert rule.best["all"] != "carry_forward"

@@ -77,6 +77,12 @@ TRAIN_OVERLAP = (
     "held out: all, so these items include the train dialogues the trivial rules were fitted "
     "on (their values are optimistic)"
 )
+#: Said on trivial rules and subsets when the simulator was shown no state: they still read the
+#: state the full prompt shows, so cards with and without the switch stay comparable.
+HIDDEN_STATES = (
+    "the simulator was shown no state (ablation no_anything); carry-forward and the change "
+    "items read the state the full input shows"
+)
 #: The modes of the paper, in the order they run.
 MODES: tuple[Mode, ...] = ("understand", "predict")
 #: The parts measured when none are named.
@@ -179,7 +185,10 @@ def build_card(
 ) -> Card:
     """The validity card of the simulator ``model``.
 
-    Every part's items are read before the first call, so bad data fails fast.
+    Every part's items are read before the first call, so bad data fails fast. Every state
+    figure also gets its part's trivial rules (model-free: fitted on the corpus's train split,
+    the best chosen on its validation split) and the gate against the best, and is repeated on
+    its change and no-previous items.
 
     Args:
         model: The simulator.
@@ -236,7 +245,7 @@ def build_card(
         )
         verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
     for run, readings in zip(runs, all_readings, strict=True):
-        figures.extend(_score(run, readings, settings, index, heldout))
+        figures.extend(_score(run, readings, settings, index, heldout, ablation))
         infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     judge_scope = Scope(JUDGES, "judge", settings)
     for name, (split, dialogues) in judged.items():
@@ -309,6 +318,7 @@ def _score(
     settings: Settings,
     index: NgramIndex | None,
     heldout: Heldout = Heldout(),
+    ablation: str = "none",
 ) -> list[Figure]:
     """The part's figures (state figures on all, change and no-previous items, with their
     trivial rules and gate), plus the utterance tier in prediction mode (on all its items) and,
@@ -316,9 +326,13 @@ def _score(
     scope = Scope(run.spec.name, run.mode, settings)
     if run.spec.rules:
         overlap = heldout.rule == "all" and not run.spec.official_split
+        notes = [
+            TRAIN_OVERLAP if overlap else "",
+            HIDDEN_STATES if ablation == "no_anything" else "",
+        ]
         figures = state_figures(
             run.spec.rules, scope, run.sets, readings, run.trivial,
-            fit_note=TRAIN_OVERLAP if overlap else "",
+            fit_note="; ".join(n for n in notes if n),
         )  # fmt: skip
     else:
         figures = run.spec.score(scope, run.sets, readings)
