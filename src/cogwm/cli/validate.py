@@ -134,8 +134,10 @@ def validate(
     """Measure a simulator against held-out human labels (the validity card), or compare cards.
 
     Each figure comes with a bootstrap 95 % CI (dialogues resampled), its n, and the majority and
-    random baselines. `cogwm validate --compare a.json b.json` prints rows = figures, columns =
-    simulators.
+    random baselines; each state figure also with trivial rules (carry the shown state forward,
+    VADER, TF-IDF, their combination), the gate against the best of them (chosen on the
+    validation split), and again on its change and no-previous items. `cogwm validate --compare
+    a.json b.json` prints rows = figures, columns = simulators.
     """
     if compare_cards:
         # --json means --format json here too (every command with a table takes --json)
