@@ -20,7 +20,12 @@ from cogwm.cli.common import (
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
-from cogwm.simulator.validate.compare import PairedDifference
+from cogwm.simulator.validate.compare import (
+    TRIVIAL_COLUMNS,
+    PairedDifference,
+    gate_text,
+    short_rule,
+)
 from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
 
 
@@ -140,8 +145,10 @@ def validate(
     """Measure a simulator against held-out human labels (the validity card), or compare cards.
 
     Each figure comes with a bootstrap 95 % CI (dialogues resampled), its n, and the majority and
-    random baselines. `cogwm validate --compare a.json b.json` prints rows = figures, columns =
-    simulators.
+    random baselines; each state figure also with trivial rules (carry the shown state forward,
+    VADER, TF-IDF, their combination), the gate against the best of them (chosen on the
+    validation split), and again on its change and no-previous items. `cogwm validate --compare
+    a.json b.json` prints rows = figures, columns = simulators.
     """
     if compare_cards:
         # --json means --format json here too (every command with a table takes --json)
@@ -254,6 +261,7 @@ def _print_card(card: Card) -> None:
     table = Table(
         Column("figure", overflow="fold", min_width=24),
         "value", "95% CI", "n", "failed", "majority", "random",
+        *(label for _, label in TRIVIAL_COLUMNS), "best", "gate Δ [CI]",
         title=f"validity card: {card.label}",
         caption=f"{card.model_identity}; seed {card.seed}; {limit}; ablation {card.ablation}; "
         f"pipeline {card.pipeline}; held out: {card.heldout}",
@@ -266,6 +274,8 @@ def _print_card(card: Card) -> None:
         table.add_row(
             f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
             _num(fig.baselines.majority), _num(fig.baselines.random),
+            *(_num(getattr(fig.baselines, name)) for name, _ in TRIVIAL_COLUMNS),
+            short_rule(fig.baselines.best_trivial), gate_text(fig.gate),
         )  # fmt: skip
     if card.figures or not card.checks:  # a card of checks only has no figure rows
         console.print(table)
@@ -336,6 +346,8 @@ def _compare(
         Column("figure", overflow="fold", min_width=24),
         "majority",
         "random",
+        *(label for _, label in TRIVIAL_COLUMNS),
+        "best",
         *(Column(c, overflow="fold") for c in comparison.columns),
         title="validity cards",
     )

@@ -1,6 +1,8 @@
 """Cards side by side (the paper's Table 4 layout): rows are figures, columns are simulators.
 
-Every row also carries the majority and random baselines and the n of its items. Baselines and n
+Every row also carries the majority and random baselines, the trivial rules (carry the shown
+state forward, VADER, TF-IDF, their combination, and which is the yardstick) and the n of its
+items; each cell carries its simulator's gate against the best trivial rule. Baselines and n
 come from the first card that has the row; when cards were measured on different items (another
 ``--limit`` or seed) their n differ, and the comparison says so rather than hiding it.
 """
@@ -16,7 +18,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
-from cogwm.simulator.validate.card import Card, Figure
+from cogwm.simulator.validate.card import Card, Figure, Gate
 from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
 
 
@@ -29,6 +31,7 @@ class Cell(BaseModel):
     ci_low: float | None
     ci_high: float | None
     n: int
+    gate: Gate | None = None
 
 
 class Row(BaseModel):
@@ -42,6 +45,11 @@ class Row(BaseModel):
     random: float | None
     cells: list[Cell | None]
     same_items: bool
+    carry_forward: float | None = None
+    lexicon: float | None = None
+    text_classifier: float | None = None
+    combined: float | None = None
+    best_trivial: str | None = None
 
 
 class Comparison(BaseModel):
@@ -69,7 +77,9 @@ def compare(cards: Sequence[Card]) -> Comparison:
     for key, first in keys.items():
         figs = [card.figure(key) for card in cards]
         cells = [
-            None if f is None else Cell(value=f.value, ci_low=f.ci_low, ci_high=f.ci_high, n=f.n)
+            None
+            if f is None
+            else Cell(value=f.value, ci_low=f.ci_low, ci_high=f.ci_high, n=f.n, gate=f.gate)
             for f in figs
         ]
         counts = {f.n + f.n_failed for f in figs if f is not None}
@@ -81,6 +91,11 @@ def compare(cards: Sequence[Card]) -> Comparison:
                 random=first.baselines.random,
                 cells=cells,
                 same_items=len(counts) <= 1,
+                carry_forward=first.baselines.carry_forward,
+                lexicon=first.baselines.lexicon,
+                text_classifier=first.baselines.text_classifier,
+                combined=first.baselines.combined,
+                best_trivial=first.baselines.best_trivial,
             )
         )
     return Comparison(columns=_column_names(cards), rows=rows)
@@ -108,13 +123,46 @@ def _cell_text(cell: Cell | None) -> str:
     return f"{_num(cell.value)} [{cell.ci_low:.3f}, {cell.ci_high:.3f}] (n={cell.n})"
 
 
+#: Short column names of the trivial rules in text tables.
+TRIVIAL_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("carry_forward", "carry"),
+    ("lexicon", "VADER"),
+    ("text_classifier", "tfidf"),
+    ("combined", "comb"),
+)
+
+
+def short_rule(name: str | None) -> str:
+    """A trivial rule's column name (``text_classifier`` -> ``tfidf``); ``-`` for None."""
+    return "-" if name is None else dict(TRIVIAL_COLUMNS).get(name, name)
+
+
+def gate_text(gate: Gate | None) -> str:
+    """``+0.012 [-0.020, +0.041] pass``: the difference from the best trivial rule, its paired
+    interval and the verdict; ``-`` without a gate."""
+    if gate is None:
+        return "-"
+    if gate.difference is None:
+        return f"{gate.baseline}: undefined"
+    ci = "" if gate.ci_low is None or gate.ci_high is None else (
+        f" [{gate.ci_low:+.3f}, {gate.ci_high:+.3f}]"
+    )  # fmt: skip
+    verdict = {True: "pass", False: "fail", None: "undecided"}[gate.passed]
+    return f"{gate.difference:+.3f}{ci} {verdict}"
+
+
 def to_csv(comparison: Comparison) -> str:
-    """One CSV row per figure: key, direction, baselines, then value/low/high/n per simulator."""
+    """One CSV row per figure: key, direction, baselines, then value/low/high/n per simulator;
+    the trivial rules and each simulator's gate follow (after the older columns)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["metric", "higher_is_better", "majority", "random", "same_items"]
     for column in comparison.columns:
         header += [column, f"{column} ci_low", f"{column} ci_high", f"{column} n"]
+    header += [name for name, _ in TRIVIAL_COLUMNS] + ["best_trivial"]
+    for column in comparison.columns:
+        header += [f"{column} gate", f"{column} gate ci_low", f"{column} gate ci_high",
+                   f"{column} gate passed"]  # fmt: skip
     writer.writerow(header)
     for row in comparison.rows:
         line: list[object] = [
@@ -128,21 +176,37 @@ def to_csv(comparison: Comparison) -> str:
             line += [None, None, None, None] if cell is None else [
                 cell.value, cell.ci_low, cell.ci_high, cell.n
             ]  # fmt: skip
+        line += [getattr(row, name) for name, _ in TRIVIAL_COLUMNS] + [row.best_trivial]
+        for cell in row.cells:
+            gate = None if cell is None else cell.gate
+            line += [None, None, None, None] if gate is None else [
+                gate.difference, gate.ci_low, gate.ci_high, gate.passed
+            ]  # fmt: skip
         writer.writerow(["" if v is None else v for v in line])
     return buffer.getvalue()
 
 
 def text_rows(comparison: Comparison) -> list[list[str]]:
-    """Table cells as text: metric, majority, random, then one cell per simulator."""
+    """Table cells as text: metric, majority, random, the trivial rules (carry, VADER, tfidf,
+    comb, best), then one cell per simulator (with its gate against the best trivial rule)."""
     rows = []
     for row in comparison.rows:
         arrow = {True: "↑", False: "↓", None: "→1"}[row.higher_is_better]
         mark = "" if row.same_items else " *"
+        trivial = [_num(getattr(row, name)) for name, _ in TRIVIAL_COLUMNS]
         rows.append(
-            [f"{row.key} {arrow}{mark}", _num(row.majority), _num(row.random)]
-            + [_cell_text(c) for c in row.cells]
-        )
+            [f"{row.key} {arrow}{mark}", _num(row.majority), _num(row.random), *trivial,
+             short_rule(row.best_trivial)]
+            + [_with_gate(c) for c in row.cells]
+        )  # fmt: skip
     return rows
+
+
+def _with_gate(cell: Cell | None) -> str:
+    text = _cell_text(cell)
+    if cell is None or cell.gate is None:
+        return text
+    return f"{text}\ngate Δ {gate_text(cell.gate)}"
 
 
 class PairedDifference(BaseModel):

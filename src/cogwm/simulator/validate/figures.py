@@ -12,7 +12,7 @@ replacement biases downwards, takes a delete-one-dialogue jackknife interval ins
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,23 +22,18 @@ import numpy.typing as npt
 from cogwm.metrics.aggregate import mean_estimate, optional_mean
 from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
 
+# Re-exported (``as``): the card's figures and comparisons share the one cluster bootstrap.
+from cogwm.stats.bootstrap import IntArray as IntArray
+from cogwm.stats.bootstrap import Settings as Settings
+from cogwm.stats.bootstrap import Statistic as Statistic
+from cogwm.stats.bootstrap import cluster_bootstrap as cluster_bootstrap
+from cogwm.stats.bootstrap import cluster_indices
+
 if TYPE_CHECKING:
     from cogwm.simulator.validate.memorisation import NgramIndex
 
-IntArray = npt.NDArray[np.intp]
-Statistic = Callable[[IntArray], float | None]
-
 #: Draws of the random baseline for statistics without a closed form (macro-F1).
 RANDOM_DRAWS = 200
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Bootstrap settings shared by every figure of a card."""
-
-    resamples: int
-    seed: int
-    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -52,45 +47,6 @@ class Scope:
     def figure(self, **fields: Any) -> Figure:
         """A figure of this part and mode."""
         return Figure(part=self.part, mode=self.mode, **fields)
-
-
-def _cluster_indices(groups: Sequence[Hashable]) -> list[IntArray]:
-    """The item indices of each cluster, in order of first appearance."""
-    members: dict[Hashable, list[int]] = {}
-    for index, group in enumerate(groups):
-        members.setdefault(group, []).append(index)
-    return [np.asarray(m, dtype=np.intp) for m in members.values()]
-
-
-def cluster_bootstrap(
-    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
-) -> tuple[float | None, float | None]:
-    """Percentile interval of ``statistic`` over resamples of whole clusters.
-
-    Args:
-        statistic: Maps an array of item indices (with repeats) to a value or None (undefined).
-        groups: Cluster id per item.
-        settings: Resamples, seed and confidence.
-
-    Returns:
-        ``(low, high)``; ``(None, None)`` with fewer than two clusters or when the statistic is
-        undefined on every resample.
-    """
-    clusters = _cluster_indices(groups)
-    if len(clusters) < 2:
-        return None, None
-    rng = np.random.default_rng(settings.seed)
-    values = np.full(settings.resamples, np.nan)
-    for r in range(settings.resamples):
-        picks = rng.integers(0, len(clusters), size=len(clusters))
-        value = statistic(np.concatenate([clusters[p] for p in picks]))
-        if value is not None:
-            values[r] = value
-    if np.isnan(values).all():
-        return None, None
-    alpha = 1 - settings.confidence
-    low, high = np.nanquantile(values, [alpha / 2, 1 - alpha / 2])
-    return float(low), float(high)
 
 
 def cluster_jackknife(
@@ -109,7 +65,7 @@ def cluster_jackknife(
     """
     from scipy.stats import norm
 
-    clusters = _cluster_indices(groups)
+    clusters = cluster_indices(groups)
     estimate = statistic(np.arange(len(groups), dtype=np.intp))
     if len(clusters) < 2 or estimate is None:
         return None, None

@@ -13,6 +13,12 @@ they give.
 - ``persuasionforgood`` (state understanding): AUROC of the predicted intention for turns that
   commit to donating against turns that refuse, and of the intention at each dialogue's last
   persuadee turn for people who then donated (B6 > 0) against those who did not.
+
+Every state figure is a :class:`~cogwm.simulator.validate.baselines.StateRule`: how its items'
+gold, the simulator's answer and the value the prompt shows are read. The card gives each on all
+items, on change items and on items that show no previous value, with the trivial rules (carry
+the shown state forward, a sentiment lexicon, a text classifier, their combination) beside it;
+the rules are fitted on each corpus's train split and ranked on its validation split.
 """
 
 from __future__ import annotations
@@ -26,19 +32,25 @@ from typing import TypeVar
 
 from cogwm.schema import CognitiveState
 from cogwm.schema.lexicon import INTENSITIES, valence, valence_table
+from cogwm.schema.partial import LabelledDialogue
+from cogwm.simulator.samples import task_for_corpus
+from cogwm.simulator.splits import plan_splits
+from cogwm.simulator.validate.baselines import Answer, StateRule, rule_figure
 from cogwm.simulator.validate.card import Figure
-from cogwm.simulator.validate.figures import (
-    Scope,
-    accuracy_figure,
-    auroc_figure,
-    macro_f1_figure,
-    mae_figure,
-)
+from cogwm.simulator.validate.figures import Scope
 from cogwm.simulator.validate.items import (
     DD_LEXICON_LABELS,
+    DD_VALENCE,
     Heldout,
     Item,
     Population,
+    _annomi_gold,
+    _dailydialog_gold,
+    _esconv_end,
+    _esconv_start,
+    _items,
+    _last_turn,
+    _p4g_commitment_gold,
     annomi_population,
     dailydialog_population,
     esconv_populations,
@@ -51,17 +63,29 @@ INTENSITIES_F: tuple[float, ...] = tuple(float(i) for i in INTENSITIES)
 #: Named item sets of a part (one per group of figures), each sampled on its own.
 ItemSets = dict[str, list[Item]]
 Scorer = Callable[[Scope, ItemSets, Mapping[str, Reading]], list[Figure]]
+#: The train and validation item sets of a part (``{"train": sets, "val": sets}``), which the
+#: trivial rules are fitted and ranked on.
+FitSets = Callable[[Path, Heldout], dict[str, ItemSets]]
 
 
 @dataclass(frozen=True)
 class PartSpec:
-    """One part of the card."""
+    """One part of the card.
+
+    ``rules`` are its state figures (the trivial rules and change items apply to them);
+    ``fit_sets`` reads its train and validation items; ``official_split`` says whether all its
+    held-out items come from an official test split (else ``--heldout all`` makes them overlap
+    the dialogues the trivial rules are fitted on).
+    """
 
     name: str
     corpus: str
     description: str
     populations: Callable[[Path, Heldout], dict[str, Population]]
     score: Scorer
+    rules: tuple[StateRule, ...] = ()
+    fit_sets: FitSets | None = None
+    official_split: bool = False
 
 
 T = TypeVar("T")
@@ -103,6 +127,93 @@ def choose(populations: Mapping[str, Population], limit: int | None, seed: int) 
     }
 
 
+def _scorer(rules: Sequence[StateRule]) -> Scorer:
+    """The simulator's figures of ``rules`` on all their items (no subsets, no trivial rules)."""
+
+    def score(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
+        return [rule_figure(rule, scope, rule.items(sets), readings) for rule in rules]
+
+    return score
+
+
+def split_dialogues(corpus: str, data_dir: Path, seed: int) -> dict[str, list[LabelledDialogue]]:
+    """The corpus's labelled dialogues of the train and validation splits, by the samples'
+    split rule (official splits where the corpus has them, else seeded with ``seed``; text twins
+    of a higher split dropped)."""
+    from cogwm.annotate.human import labelled_dialogues
+
+    labelled = list(labelled_dialogues(corpus, data_dir))
+    plan = plan_splits(corpus, [ld.dialogue for ld in labelled], seed)
+    out: dict[str, list[LabelledDialogue]] = {"train": [], "val": []}
+    for ld in labelled:
+        split = plan.split_of(ld.dialogue.id)
+        if split in out:
+            out[split].append(ld)
+    return out
+
+
+# --- reading states --------------------------------------------------------------------------
+
+
+def shown_state(item: Item) -> CognitiveState | None:
+    """The state the item's prompt shows: the previous one, else the initial one."""
+    return item.inp.previous_state or item.inp.initial_state
+
+
+def _sign(value: float) -> int:
+    return (value > 0) - (value < 0)
+
+
+def _label(state: CognitiveState | None) -> str | None:
+    return state.emotion.label if state is not None and state.emotion is not None else None
+
+
+def _answer_labels() -> list[str]:
+    return sorted(valence_table())
+
+
+def _middle(corpus: str) -> float:
+    """The middle of the score range of the corpus's task: the B/D/I score that says neither
+    way (the carry-forward value of an item that shows none)."""
+    low, high = task_for_corpus(corpus).score_range
+    return (low + high) / 2
+
+
+def _direction_changed(middle: float, positive: str) -> Callable[[Item, Answer], bool]:
+    """Change: the shown score's side of the middle differs from the gold's direction."""
+
+    def changed(item: Item, shown: Answer) -> bool:
+        return _sign(float(shown) - middle) != (1 if item.gold == positive else -1)
+
+    return changed
+
+
+def _positive(name: str) -> Callable[[Item], Answer]:
+    def gold(item: Item) -> Answer:
+        return 1.0 if item.gold == name else 0.0
+
+    return gold
+
+
+def _gold_label(item: Item) -> Answer:
+    return item.gold
+
+
+def _label_answer(_: Item, state: CognitiveState | None) -> Answer | None:
+    return _label(state)
+
+
+def _shown_label(item: Item) -> Answer | None:
+    return _label(shown_state(item))
+
+
+def _label_changed(item: Item, shown: Answer) -> bool:
+    return shown != item.gold
+
+
+# --- DailyDialog ---------------------------------------------------------------------------------
+
+
 def _dailydialog_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
     everything = dailydialog_population(data_dir)
     emotion = [item for item in everything.items if item.gold in DD_LEXICON_LABELS]
@@ -113,12 +224,15 @@ def _dailydialog_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]
     }
 
 
-def _groups(items: Sequence[Item]) -> list[str]:
-    return [item.dialogue_id for item in items]
+def _dailydialog_item_sets(items: list[Item]) -> ItemSets:
+    return {"emotion": [i for i in items if i.gold in DD_LEXICON_LABELS], "valence": items}
 
 
-def _ids(items: Sequence[Item]) -> list[str]:
-    return [item.id for item in items]
+def _dailydialog_fit(data_dir: Path, heldout: Heldout) -> dict[str, ItemSets]:
+    return {
+        split: _dailydialog_item_sets([i for r in lds for i in _items(r, _dailydialog_gold)])
+        for split, lds in split_dialogues("dailydialog", data_dir, heldout.seed).items()
+    }
 
 
 def valence_score(state: CognitiveState | None) -> float | None:
@@ -128,36 +242,52 @@ def valence_score(state: CognitiveState | None) -> float | None:
     return valence(state.emotion.label) * state.emotion.intensity
 
 
-def _score_dailydialog(
-    scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]
-) -> list[Figure]:
-    emotion, valence_items = sets["emotion"], sets["valence"]
-    predicted = [_label(readings[i.id].state) for i in emotion]
-    labels = sorted(valence_table())
-    return [
-        accuracy_figure(
-            scope,
-            [i.gold for i in emotion],
-            predicted,
-            _groups(emotion),
-            len(labels),
-            ids=_ids(emotion),
-        ),
-        macro_f1_figure(scope, [i.gold for i in emotion], predicted, _groups(emotion), labels),
-        auroc_figure(
-            scope,
-            "valence_auroc",
-            [i.gold == "happiness" for i in valence_items],
-            [valence_score(readings[i.id].state) for i in valence_items],
-            _groups(valence_items),
-            ids=_ids(valence_items),
-            note="score: predicted valence x intensity; happiness positive",
-        ),
-    ]
+def _valence_answer(_: Item, state: CognitiveState | None) -> Answer | None:
+    return valence_score(state)
 
 
-def _label(state: CognitiveState | None) -> str | None:
-    return state.emotion.label if state is not None and state.emotion is not None else None
+def _shown_valence(item: Item) -> Answer | None:
+    return valence_score(shown_state(item))
+
+
+def _valence_sign_changed(item: Item, shown: Answer) -> bool:
+    # Neutral and surprise (valence 0) differ from both gold signs.
+    return _sign(float(shown)) != DD_VALENCE[item.gold]
+
+
+DAILYDIALOG_RULES: tuple[StateRule, ...] = (
+    StateRule(
+        metric="emotion_accuracy",
+        kind="accuracy",
+        item_set="emotion",
+        gold=_gold_label,
+        answer=_label_answer,
+        shown=_shown_label,
+        changed=_label_changed,
+        answer_space=_answer_labels,
+    ),
+    StateRule(
+        metric="emotion_macro_f1",
+        kind="macro_f1",
+        item_set="emotion",
+        gold=_gold_label,
+        answer=_label_answer,
+        shown=_shown_label,
+        changed=_label_changed,
+        answer_space=_answer_labels,
+    ),
+    StateRule(
+        metric="valence_auroc",
+        kind="auroc",
+        item_set="valence",
+        gold=_positive("happiness"),
+        answer=_valence_answer,
+        shown=_shown_valence,
+        changed=_valence_sign_changed,
+        note="score: predicted valence x intensity; happiness positive",
+    ),
+)
+_score_dailydialog = _scorer(DAILYDIALOG_RULES)
 
 
 # --- AnnoMI --------------------------------------------------------------------------------------
@@ -179,20 +309,36 @@ def _annomi_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
     return {"direction": annomi_population(data_dir, heldout)}
 
 
-def _score_annomi(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
-    items = sets["direction"]
-    return [
-        auroc_figure(
-            scope,
-            "change_auroc",
-            [i.gold == "change" for i in items],
-            [mean_bdi(readings[i.id].state) for i in items],
-            _groups(items),
-            ids=_ids(items),
-            note="score: predicted mean(B, D, I); change positive; a state without scored "
-            "items is unscored",
-        )
-    ]
+def _annomi_fit(data_dir: Path, heldout: Heldout) -> dict[str, ItemSets]:
+    return {
+        split: {"direction": [i for ld in lds for i in _items(ld, _annomi_gold)]}
+        for split, lds in split_dialogues("annomi", data_dir, heldout.seed).items()
+    }
+
+
+def _bdi_answer(_: Item, state: CognitiveState | None) -> Answer | None:
+    return mean_bdi(state)
+
+
+def _shown_bdi(item: Item) -> Answer | None:
+    return mean_bdi(shown_state(item))
+
+
+ANNOMI_RULES: tuple[StateRule, ...] = (
+    StateRule(
+        metric="change_auroc",
+        kind="auroc",
+        item_set="direction",
+        gold=_positive("change"),
+        answer=_bdi_answer,
+        shown=_shown_bdi,
+        changed=_direction_changed(_middle("annomi"), "change"),
+        neutral=_middle("annomi"),
+        note="score: predicted mean(B, D, I); change positive; a state without scored items "
+        "is unscored",
+    ),
+)
+_score_annomi = _scorer(ANNOMI_RULES)
 
 
 # --- PersuasionForGood --------------------------------------------------------------------------
@@ -211,30 +357,51 @@ def _p4g_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
     return {"commitment": commitment, "final": final}
 
 
-def _score_p4g(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
-    commitment, final = sets["commitment"], sets["final"]
-    return [
-        auroc_figure(
-            scope,
-            "commitment_auroc",
-            [i.gold == "commits" for i in commitment],
-            [intention_score(readings[i.id].state) for i in commitment],
-            _groups(commitment),
-            ids=_ids(commitment),
-            note="score: predicted intention (mean item score); agree, provide-amount or "
-            "confirm positive, disagree negative",
-        ),
-        auroc_figure(
-            scope,
-            "donation_auroc",
-            [i.gold == "donated" for i in final],
-            [intention_score(readings[i.id].state) for i in final],
-            _groups(final),
-            ids=_ids(final),
-            note="score: predicted intention at the last persuadee turn; donated (B6 > 0) "
-            "positive; people's stated intention predicts B6 at about 60 %",
-        ),
-    ]
+def _p4g_fit(data_dir: Path, heldout: Heldout) -> dict[str, ItemSets]:
+    return {
+        split: {
+            "commitment": [i for ld in lds for i in _items(ld, _p4g_commitment_gold)],
+            "final": [i for ld in lds for i in _last_turn(ld)],
+        }
+        for split, lds in split_dialogues("persuasionforgood", data_dir, heldout.seed).items()
+    }
+
+
+def _intention_answer(_: Item, state: CognitiveState | None) -> Answer | None:
+    return intention_score(state)
+
+
+def _shown_intention(item: Item) -> Answer | None:
+    return intention_score(shown_state(item))
+
+
+P4G_RULES: tuple[StateRule, ...] = (
+    StateRule(
+        metric="commitment_auroc",
+        kind="auroc",
+        item_set="commitment",
+        gold=_positive("commits"),
+        answer=_intention_answer,
+        shown=_shown_intention,
+        changed=_direction_changed(_middle("persuasionforgood"), "commits"),
+        neutral=_middle("persuasionforgood"),
+        note="score: predicted intention (mean item score); agree, provide-amount or "
+        "confirm positive, disagree negative",
+    ),
+    StateRule(
+        metric="donation_auroc",
+        kind="auroc",
+        item_set="final",
+        gold=_positive("donated"),
+        answer=_intention_answer,
+        shown=_shown_intention,
+        changed=_direction_changed(_middle("persuasionforgood"), "donated"),
+        neutral=_middle("persuasionforgood"),
+        note="score: predicted intention at the last persuadee turn; donated (B6 > 0) "
+        "positive; people's stated intention predicts B6 at about 60 %",
+    ),
+)
+_score_p4g = _scorer(P4G_RULES)
 
 
 # --- ESConv and FailedESConv -----------------------------------------------------------------
@@ -245,54 +412,111 @@ def _esconv_sets(data_dir: Path, heldout: Heldout) -> dict[str, Population]:
     return {"start": start, "end": end}
 
 
+def _esconv_fit(data_dir: Path, heldout: Heldout) -> dict[str, ItemSets]:
+    esconv = split_dialogues("esconv", data_dir, heldout.seed)
+    failed = split_dialogues("failed_esconv", data_dir, heldout.seed)
+    return {
+        split: {
+            "start": [i for ld in esconv[split] for i in _esconv_start(ld)],
+            "end": [i for ld in esconv[split] for i in _esconv_end(ld, "improved")]
+            + [i for ld in failed[split] for i in _esconv_end(ld, "failed")],
+        }
+        for split in esconv
+    }
+
+
 def _intensity(state: CognitiveState | None) -> float | None:
     return None if state is None or state.emotion is None else float(state.emotion.intensity)
 
 
-def _score_esconv(scope: Scope, sets: ItemSets, readings: Mapping[str, Reading]) -> list[Figure]:
-    start, end = sets["start"], sets["end"]
-    labels = sorted(valence_table())
-    with_final = [i for i in end if i.gold == "improved" and "final" in i.facts]
-    deltas = [
-        None if (v := valence_score(readings[i.id].state)) is None else v - i.facts["initial_e"]
-        for i in end
-    ]
-    return [
-        accuracy_figure(
-            scope,
-            [i.gold for i in start],
-            [_label(readings[i.id].state) for i in start],
-            _groups(start),
-            len(labels),
-            ids=_ids(start),
-        ),
-        mae_figure(
-            scope,
-            "initial_intensity_mae",
-            [i.facts["initial"] for i in start],
-            [_intensity(readings[i.id].state) for i in start],
-            _groups(start),
-            INTENSITIES_F,
-        ),
-        mae_figure(
-            scope,
-            "final_intensity_mae",
-            [i.facts["final"] for i in with_final],
-            [_intensity(readings[i.id].state) for i in with_final],
-            _groups(with_final),
-            INTENSITIES_F,
-        ),
-        auroc_figure(
-            scope,
-            "known_groups_auroc",
-            [i.gold == "improved" for i in end],
-            deltas,
-            _groups(end),
-            ids=_ids(end),
-            note="score: predicted valence x intensity at the last seeker turn minus the "
-            "self-reported one before the chat; ESConv (improved) positive, FailedESConv negative",
-        ),
-    ]
+def _intensity_answer(_: Item, state: CognitiveState | None) -> Answer | None:
+    return _intensity(state)
+
+
+def _shown_intensity(item: Item) -> Answer | None:
+    return _intensity(shown_state(item))
+
+
+def _initial(item: Item) -> Answer:
+    return item.facts["initial"]
+
+
+def _final(item: Item) -> Answer:
+    return item.facts["final"]
+
+
+def _initial_changed(item: Item, shown: Answer) -> bool:
+    return float(shown) != item.facts["initial"]
+
+
+def _final_changed(item: Item, shown: Answer) -> bool:
+    return float(shown) != item.facts["final"]
+
+
+def _has_final(item: Item) -> bool:
+    return item.gold == "improved" and "final" in item.facts
+
+
+def _delta_answer(item: Item, state: CognitiveState | None) -> Answer | None:
+    value = valence_score(state)
+    return None if value is None else value - item.facts["initial_e"]
+
+
+def _shown_delta(item: Item) -> Answer | None:
+    value = valence_score(shown_state(item))
+    return None if value is None else value - item.facts["initial_e"]
+
+
+def _delta_changed(item: Item, shown: Answer) -> bool:
+    # Copying says "improved" exactly when the shown state is better than the pre-chat one.
+    return (float(shown) > 0) != (item.gold == "improved")
+
+
+ESCONV_RULES: tuple[StateRule, ...] = (
+    StateRule(
+        metric="emotion_accuracy",
+        kind="accuracy",
+        item_set="start",
+        gold=_gold_label,
+        answer=_label_answer,
+        shown=_shown_label,
+        changed=_label_changed,
+        answer_space=_answer_labels,
+    ),
+    StateRule(
+        metric="initial_intensity_mae",
+        kind="mae",
+        item_set="start",
+        gold=_initial,
+        answer=_intensity_answer,
+        shown=_shown_intensity,
+        changed=_initial_changed,
+        answer_space=lambda: INTENSITIES_F,
+    ),
+    StateRule(
+        metric="final_intensity_mae",
+        kind="mae",
+        item_set="end",
+        gold=_final,
+        answer=_intensity_answer,
+        shown=_shown_intensity,
+        changed=_final_changed,
+        answer_space=lambda: INTENSITIES_F,
+        keep=_has_final,
+    ),
+    StateRule(
+        metric="known_groups_auroc",
+        kind="auroc",
+        item_set="end",
+        gold=_positive("improved"),
+        answer=_delta_answer,
+        shown=_shown_delta,
+        changed=_delta_changed,
+        note="score: predicted valence x intensity at the last seeker turn minus the "
+        "self-reported one before the chat; ESConv (improved) positive, FailedESConv negative",
+    ),
+)
+_score_esconv = _scorer(ESCONV_RULES)
 
 
 PARTS: dict[str, PartSpec] = {
@@ -302,6 +526,9 @@ PARTS: dict[str, PartSpec] = {
         description="emotion accuracy and macro-F1 (anger/sadness/fear), valence AUROC",
         populations=_dailydialog_sets,
         score=_score_dailydialog,
+        rules=DAILYDIALOG_RULES,
+        fit_sets=_dailydialog_fit,
+        official_split=True,
     ),
     "annomi": PartSpec(
         name="annomi",
@@ -309,6 +536,8 @@ PARTS: dict[str, PartSpec] = {
         description="change vs sustain AUROC of mean(B, D, I)",
         populations=_annomi_sets,
         score=_score_annomi,
+        rules=ANNOMI_RULES,
+        fit_sets=_annomi_fit,
     ),
     "persuasionforgood": PartSpec(
         name="persuasionforgood",
@@ -316,6 +545,8 @@ PARTS: dict[str, PartSpec] = {
         description="commitment vs refusal AUROC, final intention vs donation AUROC",
         populations=_p4g_sets,
         score=_score_p4g,
+        rules=P4G_RULES,
+        fit_sets=_p4g_fit,
     ),
     "esconv": PartSpec(
         name="esconv",
@@ -323,6 +554,8 @@ PARTS: dict[str, PartSpec] = {
         description="emotion type, initial and final intensity MAE, known groups vs FailedESConv",
         populations=_esconv_sets,
         score=_score_esconv,
+        rules=ESCONV_RULES,
+        fit_sets=_esconv_fit,
     ),
 }
 

@@ -31,6 +31,7 @@ from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
 from cogwm.simulator.validate import counterfactual, groups
+from cogwm.simulator.validate.baselines import FittedRule, fit_rules, state_figures
 from cogwm.simulator.validate.card import Card, Check, Figure, PartInfo
 from cogwm.simulator.validate.figures import (
     Scope,
@@ -71,6 +72,17 @@ INPUT = (
     "as the training samples: the task's context, the profile, the first and the latest "
     f"human-known state before the turn, the last {DEFAULT_HISTORY_TURNS} turns (and the real "
     "turn when understanding)"
+)
+#: Said on trivial rules whose train dialogues are among the items (``--heldout all``).
+TRAIN_OVERLAP = (
+    "held out: all, so these items include the train dialogues the trivial rules were fitted "
+    "on (their values are optimistic)"
+)
+#: Said on trivial rules and subsets when the simulator was shown no state: they still read the
+#: state the full prompt shows, so cards with and without the switch stay comparable.
+HIDDEN_STATES = (
+    "the simulator was shown no state (ablation no_anything); carry-forward and the change "
+    "items read the state the full input shows"
 )
 #: The modes of the paper, in the order they run.
 MODES: tuple[Mode, ...] = ("understand", "predict")
@@ -179,7 +191,10 @@ def build_card(
 ) -> Card:
     """The validity card of the simulator ``model``.
 
-    Every part's items are read before the first call, so bad data fails fast.
+    Every part's items are read before the first call, so bad data fails fast. Every state
+    figure also gets its part's trivial rules (model-free: fitted on the corpus's train split,
+    the best chosen on its validation split) and the gate against the best, and is repeated on
+    its change and no-previous items.
 
     Args:
         model: The simulator.
@@ -223,7 +238,8 @@ def build_card(
     for spec in (PARTS[n] for n in names if n in PARTS):
         populations = spec.populations(data_dir, heldout)
         sets = choose(populations, limit, seed)
-        runs.extend(_Run(spec, mode, populations, sets) for mode in modes)
+        trivial = _fit_trivial(spec, data_dir, heldout)
+        runs.extend(_Run(spec, mode, populations, sets, trivial) for mode in modes)
     judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in names else {}
     plans = [CHECKS[n](data_dir, heldout, limit, seed) for n in names if n in CHECKS]
     settings = Settings(resamples=resamples, seed=seed)
@@ -241,7 +257,7 @@ def build_card(
             _read_checks(model, plans, bar, seed=seed, ablation=ablation, pipeline=pipeline)
         )
     for run, readings in zip(runs, all_readings, strict=True):
-        figures.extend(_score(run, readings, settings, index))
+        figures.extend(_score(run, readings, settings, index, heldout, ablation))
         infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
     judge_scope = Scope(JUDGES, "judge", settings)
     for name, (split, dialogues) in judged.items():
@@ -319,6 +335,16 @@ class _Run(NamedTuple):
     mode: Mode
     populations: dict[str, Population]
     sets: ItemSets
+    trivial: dict[str, FittedRule] | None = None
+
+
+def _fit_trivial(spec: PartSpec, data_dir: Path, heldout: Heldout) -> dict[str, FittedRule] | None:
+    """The part's trivial rules, fitted on its train split and ranked on its validation split
+    (model-free, once for every mode)."""
+    if spec.fit_sets is None or not spec.rules:
+        return None
+    sets = spec.fit_sets(data_dir, heldout)
+    return fit_rules(spec.rules, sets["train"], sets["val"])
 
 
 def check_modes(modes: Sequence[str]) -> list[Mode]:
@@ -344,12 +370,29 @@ def _training_index(train_samples: Path | None, modes: Sequence[Mode]) -> NgramI
 
 
 def _score(
-    run: _Run, readings: Mapping[str, Reading], settings: Settings, index: NgramIndex | None
+    run: _Run,
+    readings: Mapping[str, Reading],
+    settings: Settings,
+    index: NgramIndex | None,
+    heldout: Heldout = Heldout(),
+    ablation: str = "none",
 ) -> list[Figure]:
-    """The part's figures, plus the utterance tier in prediction mode (on all its items) and,
+    """The part's figures (state figures on all, change and no-previous items, with their
+    trivial rules and gate), plus the utterance tier in prediction mode (on all its items) and,
     with a training index, the memorisation figure."""
     scope = Scope(run.spec.name, run.mode, settings)
-    figures = run.spec.score(scope, run.sets, readings)
+    if run.spec.rules:
+        overlap = heldout.rule == "all" and not run.spec.official_split
+        notes = [
+            TRAIN_OVERLAP if overlap else "",
+            HIDDEN_STATES if ablation == "no_anything" else "",
+        ]
+        figures = state_figures(
+            run.spec.rules, scope, run.sets, readings, run.trivial,
+            fit_note="; ".join(n for n in notes if n),
+        )  # fmt: skip
+    else:
+        figures = run.spec.score(scope, run.sets, readings)
     if run.mode == "predict":
         items = union(run.sets)
         gold = [i.utterance for i in items]

@@ -1,0 +1,112 @@
+"""Cluster bootstrap: intervals that resample whole dialogues, and paired differences.
+
+Items of one dialogue are not independent (both speakers of a DailyDialog conversation, many
+client turns of one AnnoMI session), so every interval here draws whole clusters with
+replacement and recomputes the statistic on the items of the drawn clusters. A paired
+difference draws the clusters once per resample and scores both sides on the same items, so the
+interval of ``a - b`` is not the naive combination of two independent intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.intp]
+#: Maps an array of item indices (with repeats) to a value, or None where it is undefined.
+Statistic = Callable[[IntArray], float | None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Bootstrap settings: resamples, seed and confidence of the percentile interval."""
+
+    resamples: int
+    seed: int
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """``a - b`` on the same items, with its paired cluster-bootstrap interval.
+
+    ``difference`` is None where either statistic is undefined on all items; ``ci_low`` and
+    ``ci_high`` are None with fewer than two clusters or no defined resample. ``n`` counts the
+    items, ``n_groups`` the clusters.
+    """
+
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    n_groups: int
+
+
+def cluster_indices(groups: Sequence[Hashable]) -> list[IntArray]:
+    """The item indices of each cluster, in order of first appearance."""
+    members: dict[Hashable, list[int]] = {}
+    for index, group in enumerate(groups):
+        members.setdefault(group, []).append(index)
+    return [np.asarray(m, dtype=np.intp) for m in members.values()]
+
+
+def cluster_bootstrap(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> tuple[float | None, float | None]:
+    """Percentile interval of ``statistic`` over resamples of whole clusters.
+
+    Args:
+        statistic: Maps an array of item indices (with repeats) to a value or None (undefined).
+        groups: Cluster id per item.
+        settings: Resamples, seed and confidence.
+
+    Returns:
+        ``(low, high)``; ``(None, None)`` with fewer than two clusters or when the statistic is
+        undefined on every resample (undefined resamples are left out of the percentiles).
+    """
+    clusters = cluster_indices(groups)
+    if len(clusters) < 2:
+        return None, None
+    rng = np.random.default_rng(settings.seed)
+    values = np.full(settings.resamples, np.nan)
+    for r in range(settings.resamples):
+        picks = rng.integers(0, len(clusters), size=len(clusters))
+        value = statistic(np.concatenate([clusters[p] for p in picks]))
+        if value is not None:
+            values[r] = value
+    if np.isnan(values).all():
+        return None, None
+    alpha = 1 - settings.confidence
+    low, high = np.nanquantile(values, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def paired_difference(
+    first: Statistic, second: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> PairedDifference:
+    """``first - second`` on the same items, with a paired cluster-bootstrap interval.
+
+    Each resample draws clusters once and evaluates both statistics on the same indices.
+
+    Args:
+        first: The statistic of one side (e.g. the simulator's AUROC on the given indices).
+        second: The other side's (e.g. a baseline's) on the same indices.
+        groups: Cluster id per item (both statistics index the same items).
+        settings: Resamples, seed and confidence.
+    """
+
+    def difference(idx: IntArray) -> float | None:
+        a, b = first(idx), second(idx)
+        return None if a is None or b is None else a - b
+
+    n_groups = len(set(groups))
+    value = difference(np.arange(len(groups), dtype=np.intp)) if len(groups) else None
+    low, high = cluster_bootstrap(difference, groups, settings) if value is not None else (
+        None, None
+    )  # fmt: skip
+    return PairedDifference(
+        difference=value, ci_low=low, ci_high=high, n=len(groups), n_groups=n_groups
+    )
