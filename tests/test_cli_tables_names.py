@@ -150,6 +150,11 @@ TABLE_COMMANDS: dict[str, Callable[[dict[str, Path]], list[object]]] = {
     ],
     "arena run": lambda w: [w["arena_toml"], "--db", _out(w, "a.sqlite"), "--no-progress"],
     "arena report": lambda w: ["--db", w["arena_db"], "--resamples", "50"],
+    "arena sensitivity": lambda w: [
+        "--simulator", "python:cogwm.simulator.rule:SentimentMeter", "--scenarios", "2",
+        "--rounds", "3", "--data-dir", w["fixtures"], "--db", _out(w, "sens"), "--resamples",
+        "50", "--no-progress",
+    ],
     "data list": lambda w: ["--data-dir", w["data"]],
     "data stats": lambda w: ["esconv", "--data-dir", w["fixtures"]],
     "models list": lambda w: [],

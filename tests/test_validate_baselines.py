@@ -401,9 +401,10 @@ def test_copying_the_shown_state_on_real_dailydialog(real_data_dir: Path) -> Non
         gold = [rule.rule.gold(i) for i in chosen]
         return rule_value("auroc", gold, rule.predict(chosen)["carry_forward"])
 
-    assert len(items) == 1303
+    # The clean test dialogues' items (1,303 on every test dialogue, where copying scored 0.796).
+    assert len(items) == 797
     # Copying the shown state orders valence well on all turns, and not at all where it changed.
-    assert carry(items) == pytest.approx(0.796, abs=0.001)
+    assert carry(items) == pytest.approx(0.756, abs=0.001)
     value = carry(change)
     assert value is not None and value < 0.5
     assert rule.best["all"] != "carry_forward"
