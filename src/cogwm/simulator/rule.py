@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cogwm.errors import ConfigError
+from cogwm.metrics.sentiment import vader_compound, vader_version
 from cogwm.schema import BDI, CognitiveState, Emotion, Role, StateItem, TaskSpec
 from cogwm.schema.lexicon import INTENSITIES, valence_table
 
@@ -41,25 +41,6 @@ if TYPE_CHECKING:
 UTTERANCE = "I see."
 #: The opening emotion's valence x intensity per unit of the opening's compound score.
 OPENING_SCALE = 3.0
-#: The distribution whose analyser scores the turns.
-VADER_DISTRIBUTION = "vaderSentiment"
-_INSTALL = "pip install 'vaderSentiment>=3.3.2,<4'"
-
-
-def vader_version() -> str:
-    """The installed vaderSentiment version.
-
-    Raises:
-        ConfigError: vaderSentiment is not installed (with the install command).
-    """
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(VADER_DISTRIBUTION)
-    except PackageNotFoundError:
-        raise ConfigError(
-            f"the sentiment meter needs vaderSentiment; install with: {_INSTALL}"
-        ) from None
 
 
 def emotion_points() -> list[tuple[float, str, int]]:
@@ -96,15 +77,9 @@ class SentimentMeter:
         """What this meter is, for the config hash: rule, gain and VADER's version."""
         return f"rule:sentiment-meter k={self.k:g} vader-{self._vader_version}"
 
-    @cached_property
-    def _analyser(self) -> Any:
-        from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-
-        return SentimentIntensityAnalyzer()
-
     def compound(self, text: str) -> float:
         """VADER's compound score of ``text`` (-1 most negative, +1 most positive)."""
-        return float(self._analyser.polarity_scores(text)["compound"])
+        return vader_compound(text)
 
     def read_state(
         self, task: TaskSpec, setup: UserSetup, turns: Sequence[ArenaTurn]

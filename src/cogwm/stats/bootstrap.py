@@ -110,3 +110,14 @@ def paired_difference(
     return PairedDifference(
         difference=value, ci_low=low, ci_high=high, n=len(groups), n_groups=n_groups
     )
+
+
+def auroc_or_none(positive: npt.ArrayLike, scores: npt.ArrayLike) -> float | None:
+    """The area under the ROC curve of ``scores`` for telling the ``positive`` items from the
+    rest; None when one class is missing (the AUROC is undefined there, never 0.5 or 0)."""
+    from sklearn.metrics import roc_auc_score
+
+    truth = np.asarray(positive, dtype=bool)
+    if truth.size == 0 or truth.all() or not truth.any():
+        return None
+    return float(roc_auc_score(truth, np.asarray(scores, dtype=np.float64)))

@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -46,7 +45,7 @@ from cogwm.simulator.validate.figures import (
     mae_figure,
 )
 from cogwm.simulator.validate.items import Item
-from cogwm.stats.bootstrap import IntArray, Settings, paired_difference
+from cogwm.stats.bootstrap import IntArray, Settings, auroc_or_none, paired_difference
 
 if TYPE_CHECKING:
     from cogwm.simulator.validate.reader import Reading
@@ -156,12 +155,7 @@ def _metric(
     if len(gold) == 0:
         return None
     if kind == "auroc":
-        from sklearn.metrics import roc_auc_score
-
-        truth = gold.astype(bool)
-        if truth.all() or not truth.any():
-            return None
-        return float(roc_auc_score(truth, predicted.astype(np.float64)))
+        return auroc_or_none(gold, predicted)
     if kind == "mae":
         return float(np.mean(np.abs(gold.astype(np.float64) - predicted.astype(np.float64))))
     if kind == "accuracy":
@@ -199,18 +193,11 @@ def rule_value(
 # --- text features -------------------------------------------------------------------------------
 
 
-@cache
-def _analyzer() -> Any:
-    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-
-    return SentimentIntensityAnalyzer()
-
-
-@cache
 def vader(text: str) -> float:
-    """VADER's compound sentiment score of ``text``, -1 to 1 (memoised: every mode and subset
-    of a card scores the same turns)."""
-    return float(_analyzer().polarity_scores(text)["compound"])
+    """VADER's compound sentiment score of ``text``, -1 to 1."""
+    from cogwm.metrics.sentiment import vader_compound
+
+    return vader_compound(text)
 
 
 # --- fitting on train, choosing on validation ---------------------------------------------------

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from cogwm.errors import InputError
 from cogwm.simulator.validate.card import Card, Figure, Gate
 from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
+from cogwm.stats.bootstrap import auroc_or_none
 
 
 class Cell(BaseModel):
@@ -280,8 +281,4 @@ def _mean(_: npt.NDArray[np.float64], values: npt.NDArray[np.float64]) -> float 
 
 
 def _auroc(truth: npt.NDArray[np.float64], scores: npt.NDArray[np.float64]) -> float | None:
-    from sklearn.metrics import roc_auc_score
-
-    if truth.size == 0 or truth.all() or not truth.any():
-        return None
-    return float(roc_auc_score(truth, scores))
+    return auroc_or_none(truth, scores)

@@ -26,8 +26,8 @@ from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
 from cogwm.stats.bootstrap import IntArray as IntArray
 from cogwm.stats.bootstrap import Settings as Settings
 from cogwm.stats.bootstrap import Statistic as Statistic
+from cogwm.stats.bootstrap import auroc_or_none, cluster_indices
 from cogwm.stats.bootstrap import cluster_bootstrap as cluster_bootstrap
-from cogwm.stats.bootstrap import cluster_indices
 
 if TYPE_CHECKING:
     from cogwm.simulator.validate.memorisation import NgramIndex
@@ -209,18 +209,13 @@ def auroc_figure(
     out and counted in ``n_failed``. A constant answer and a random one both score 0.5, which are
     the baselines.
     """
-    from sklearn.metrics import roc_auc_score
-
     kept = [i for i, s in enumerate(scores) if s is not None]
     y = np.asarray([positive[i] for i in kept], dtype=bool)
     s = np.asarray([scores[i] for i in kept], dtype=np.float64)
     kept_groups = [groups[i] for i in kept]
 
     def statistic(idx: IntArray) -> float | None:
-        labels = y[idx]
-        if labels.all() or not labels.any():
-            return None
-        return float(roc_auc_score(labels, s[idx]))
+        return auroc_or_none(y[idx], s[idx])
 
     value = statistic(np.arange(len(kept), dtype=np.intp))
     low, high = (

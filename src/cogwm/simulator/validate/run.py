@@ -122,11 +122,14 @@ def _part_of_corpus(name: str) -> str:
 
 
 def versions() -> dict[str, str]:
-    """Versions of Python, the recorded packages, scikit-learn, the prompt format and the git
-    revision of the source (where it is a checkout)."""
+    """Versions of Python, the recorded packages, scikit-learn and vaderSentiment (the trivial
+    rules), the prompt format and the git revision of the source (where it is a checkout)."""
+    from cogwm.metrics.sentiment import vader_version
+
     found = {"python": platform.python_version(), "format": format_version()}
     found.update(package_versions())
     found["scikit-learn"] = metadata.version("scikit-learn")  # a dependency of cogwm
+    found["vaderSentiment"] = vader_version()
     revision = git_revision()
     if revision is not None:
         found["git"] = revision
