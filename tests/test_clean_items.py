@@ -1,5 +1,6 @@
 """Clean held-out dialogues (no long user line shared with train), the samples build dropping
-the unclean ones, and AnnoMI's quality hold-out, on hand-made dialogues."""
+the unclean ones, and the known-groups hold-outs (AnnoMI's quality, FailedESConv's survey), on
+hand-made dialogues."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from cogwm.annotate.io import write_labelled
 from cogwm.schema import Dialogue, Role, Utterance
-from cogwm.schema.labels import AnnoMIMeta
+from cogwm.schema.labels import AnnoMIMeta, ESConvMeta, ESConvSurvey
 from cogwm.schema.partial import LabelledDialogue
 from cogwm.simulator.build import Source, build_samples
 from cogwm.simulator.clean import (
@@ -21,7 +22,7 @@ from cogwm.simulator.clean import (
     train_of,
 )
 from cogwm.simulator.samples import Sample, read_samples
-from cogwm.simulator.splits import annomi_quality_holdout, plan_splits
+from cogwm.simulator.splits import annomi_quality_holdout, failed_esconv_holdout, plan_splits
 
 EIGHT = "we could go to the cinema on friday"  # 8 words
 SEVEN = "we could go to the cinema friday"
@@ -34,7 +35,7 @@ def _dialogue(
     *,
     corpus: str = "esconv",
     split: str | None = None,
-    meta: AnnoMIMeta | None = None,
+    meta: AnnoMIMeta | ESConvMeta | None = None,
 ) -> Dialogue:
     """Agent and user lines in turn, agent first (missing agent lines are 'ok')."""
     agent = agent or []
@@ -177,6 +178,67 @@ def test_plan_splits_puts_the_quality_holdout_in_test() -> None:
     assert any(bare.split_of(b) == "train" for b in held)  # the seeded split alone trains on some
     # Other dialogues keep their seeded split.
     assert all(plan.split_of(b) == bare.split_of(b) for b in bare.splits if b not in held)
+
+
+# --------------------------------------------------------------- FailedESConv survey hold-out
+
+
+def _failed(number: int, initial: int | None, final: int | None) -> Dialogue:
+    survey = ESConvSurvey(initial_emotion_intensity=initial, final_emotion_intensity=final)
+    meta = ESConvMeta(
+        experience_type="x", emotion_type="sadness", problem_type="x", situation="x", survey=survey
+    )
+    return _dialogue(
+        f"failed_esconv:{number}", [f"seeker line {number}"], corpus="failed_esconv", meta=meta
+    )
+
+
+#: 7 improved (5 -> 2), 13 not improved (3 -> 4 or 3 -> 3), 5 without a final intensity.
+_IMPROVED = {f"failed_esconv:{i}" for i in range(7)}
+_UNKNOWN = {f"failed_esconv:{i}" for i in range(20, 25)}
+
+
+def _failed_dialogues() -> list[Dialogue]:
+    return [
+        _failed(i, 5, 2)
+        if i < 7
+        else _failed(i, 3, 4 if i % 2 else 3)
+        if i < 20
+        else _failed(i, 4, None)
+        for i in range(25)
+    ]
+
+
+def test_the_failed_esconv_holdout_is_half_of_each_survey_group_rounded_up() -> None:
+    dialogues = _failed_dialogues()
+    held = failed_esconv_holdout(dialogues, seed=0)
+    assert len(set(held) & _IMPROVED) == 4  # half of 7, rounded up
+    assert len(set(held) - _IMPROVED - _UNKNOWN) == 7  # half of 13
+    assert len(set(held) & _UNKNOWN) == 3  # half of 5
+    assert len(held) == 14 and held == sorted(set(held))
+    assert failed_esconv_holdout(list(reversed(dialogues)), seed=0) == held  # order-free
+    assert failed_esconv_holdout(dialogues, seed=1) != held  # seeded
+    # Readings of one dialogue count once; dialogues without ESConv metadata are in no group.
+    readings = [d.model_copy(update={"id": f"{d.id}#{r}"}) for d in dialogues for r in "AB"]
+    assert failed_esconv_holdout(readings, seed=0) == held
+    assert (
+        failed_esconv_holdout([_dialogue("failed_esconv:1", ["x"], corpus="failed_esconv")], 0)
+        == []
+    )
+
+
+def test_plan_splits_puts_the_failed_esconv_holdout_in_test() -> None:
+    # Catches: a hold-out computed but not enforced for FailedESConv, so the samples train on it.
+    dialogues = _failed_dialogues()
+    plan = plan_splits("failed_esconv", dialogues, seed=0)
+    held = failed_esconv_holdout(dialogues, seed=0)
+    assert plan.held_out == held
+    assert all(plan.split_of(b) == "test" for b in held)
+    bare = plan_splits("failed_esconv", dialogues, seed=0, held_out=[])
+    assert any(bare.split_of(b) == "train" for b in held)  # the seeded split alone trains on some
+    assert all(plan.split_of(b) == bare.split_of(b) for b in bare.splits if b not in held)
+    # Another corpus with the same metadata has no such hold-out.
+    assert plan_splits("esconv", dialogues, seed=0).held_out == []
 
 
 # ------------------------------------------------------------------------ samples build

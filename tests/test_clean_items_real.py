@@ -1,4 +1,5 @@
-"""The clean rule, corpus cold starts and AnnoMI's quality hold-out on the real corpora.
+"""The clean rule, corpus cold starts and the known-groups hold-outs (AnnoMI's quality,
+FailedESConv's survey) on the real corpora.
 
 Skipped when the corpora are not present (see the ``real_data_dir`` fixture).
 """
@@ -15,7 +16,14 @@ from cogwm.annotate.human import labelled_dialogues
 from cogwm.arena.scenarios import ScenarioSource, corpus_scenarios, select_scenarios
 from cogwm.schema import Dialogue, Role
 from cogwm.simulator.clean import corpus_dialogues
-from cogwm.simulator.splits import annomi_quality_holdout, base_id, plan_splits
+from cogwm.simulator.splits import (
+    annomi_quality_holdout,
+    base_id,
+    failed_esconv_holdout,
+    plan_splits,
+    survey_outcome,
+)
+from cogwm.simulator.validate.groups import esconv_groups
 from cogwm.simulator.validate.items import (
     Heldout,
     annomi_population,
@@ -83,6 +91,24 @@ def test_annomi_quality_holdout_is_in_the_cards_test_split(real_data_dir: Path) 
     population = annomi_population(real_data_dir, Heldout())
     assert set(held) & {item.dialogue_id for item in population.items}
     assert population.n_unclean == 0
+
+
+def test_failed_esconv_holdout_gives_the_known_groups_check_its_unimproved_dialogues(
+    real_data_dir: Path,
+) -> None:
+    # Catches: FailedESConv split 80/10/10 alone, which left 7 unimproved dialogues as items.
+    dialogues = corpus_dialogues("failed_esconv", real_data_dir)
+    held = failed_esconv_holdout(dialogues, seed=0)
+    outcome = {d.id: survey_outcome(d) for d in dialogues}
+    assert len(dialogues) == 196 and len(held) == 99  # half of 31 + 111 + 54, each rounded up
+    assert sum(outcome[b] == "not improved" for b in held) == 56  # half of 111, rounded up
+    plan = plan_splits("failed_esconv", dialogues, seed=0)
+    assert plan.held_out == held and all(plan.split_of(b) == "test" for b in held)
+    groups = esconv_groups(real_data_dir, Heldout())
+    unimproved = [d for d in groups.dialogues if not d.positive]
+    assert len(unimproved) == 58 >= 50  # the hold-out's 56 and the seeded test split's, 2+ turns
+    assert len({d.id for d in unimproved} & set(held)) == 55  # one has a single user turn
+    assert "106 of 196 dialogues" in groups.split
 
 
 @pytest.mark.parametrize("task", ["ESC", "PD"])

@@ -20,9 +20,10 @@ Validation and test dialogues that are not *clean* (:mod:`cogwm.simulator.clean`
 8+ words also occurs in the corpus's train split) are dropped too, so that neither selection on
 val nor a score on test rewards recall of training text; ``dropped_as_unclean`` counts them per
 split and ``clean_reference`` says what "train" was: the corpus's files where the data directory
-has them (its full train split), else the dialogues of the build itself. AnnoMI's quality
-hold-out (:func:`~cogwm.simulator.splits.annomi_quality_holdout`, chosen over the whole corpus
-where its files are at hand) is in its test split; ``held_out`` lists it.
+has them (its full train split), else the dialogues of the build itself. A corpus's known-groups
+hold-out (:func:`~cogwm.simulator.splits.corpus_holdout`: AnnoMI's quality hold-out, FailedESConv's
+survey hold-out; chosen over the whole corpus where its files are at hand) is in its test split;
+``held_out`` lists it.
 """
 
 from __future__ import annotations
@@ -64,11 +65,10 @@ from cogwm.simulator.samples import (
     task_for_corpus,
 )
 from cogwm.simulator.splits import (
-    ANNOMI,
     SPLIT_RULE,
     SplitPlan,
-    annomi_quality_holdout,
     base_id,
+    corpus_holdout,
     plan_splits,
 )
 
@@ -369,13 +369,11 @@ def plan_corpus(
     """Split one corpus's dialogues and find the held-out ones that are not clean.
 
     The clean rule's train split is the corpus's full one, read from its files under
-    ``data_dir`` where they are there; else the build's own train dialogues. AnnoMI's quality
-    hold-out is chosen over the same reference.
+    ``data_dir`` where they are there; else the build's own train dialogues. The corpus's
+    known-groups hold-out is chosen over the same reference.
     """
     reference = _reference_dialogues(corpus, data_dir)
-    held_out = None
-    if reference is not None and corpus == ANNOMI:
-        held_out = annomi_quality_holdout(reference, seed)
+    held_out = None if reference is None else corpus_holdout(corpus, reference, seed)
     plan = plan_splits(corpus, dialogues, seed, held_out=held_out)
     if reference is not None:
         train = train_lines(train_of(corpus, reference, seed))

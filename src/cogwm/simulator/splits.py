@@ -22,6 +22,13 @@ sessions in train). :func:`annomi_quality_holdout` picks half of the low-quality
 and :func:`plan_splits` puts them in AnnoMI's test split, so no simulator trains or selects on
 them.
 
+**FailedESConv survey hold-out**: FailedESConv (no official split) supplies the known-groups
+check's dialogues without improvement; a plain seeded split leaves a tenth of them in test.
+:func:`failed_esconv_holdout` picks half (rounded up) of each group by the seeker's survey
+(improved, not improved, intensities missing), each ordered by
+sha256(seed:failed_esconv:survey:id), and :func:`plan_splits` puts them in its test split: at
+least half of FailedESConv is never trained on. Both hold-outs share :func:`corpus_holdout`.
+
 **Twins**: a dialogue whose normalised text also occurs in a higher split (test above val above
 train) is dropped from its lower split (DailyDialog has test dialogues whose exact text is also in
 its train and validation splits). They are counted, not silently lost.
@@ -32,12 +39,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from pydantic import Field
 
 from cogwm.schema import Dialogue, Record
-from cogwm.schema.labels import AnnoMIMeta
+from cogwm.schema.labels import AnnoMIMeta, ESConvMeta
 from cogwm.simulator.samples import SPLITS, Split
 
 #: Shares of a seeded split (train, val; the rest is test).
@@ -61,7 +68,8 @@ SPLIT_RULE = (
     "official test kept where it has no train split (INSPIRED: the rest 8:1 train/val, seeded), "
     "else seeded 80/10/10 by sha256(seed:corpus:base dialogue id); AnnoMI's quality hold-out "
     "(half of the low-quality sessions and as many high-quality ones, seeded) is test; "
-    "dialogues whose normalised "
+    "FailedESConv's survey hold-out (half of each of its improved, not improved and unknown "
+    "dialogues, rounded up, seeded) is test; dialogues whose normalised "
     "text (lower case, letters and digits only) occurs in a higher split (test > val > train) "
     "are dropped from the lower one"
 )
@@ -106,7 +114,8 @@ class SplitPlan(Record):
     )
     held_out: list[str] = Field(
         default_factory=list,
-        description="Base ids put in test whatever their seeded split (AnnoMI's quality hold-out).",
+        description="Base ids put in test whatever their seeded split (a known-groups "
+        "hold-out: AnnoMI's quality, FailedESConv's survey).",
     )
 
     def split_of(self, dialogue_id: str) -> Split | None:
@@ -128,7 +137,8 @@ def plan_splits(
         dialogues: Its dialogues (any readings).
         seed: Seeds the split where the corpus has no official one.
         held_out: Base ids to put in test whatever their split; default the corpus's own
-            hold-out (AnnoMI: :func:`annomi_quality_holdout` of ``dialogues``; none elsewhere).
+            hold-out (:func:`corpus_holdout` of ``dialogues``: AnnoMI's quality hold-out,
+            FailedESConv's survey hold-out; none elsewhere).
     """
     by_base: dict[str, Dialogue] = {}
     for dialogue in dialogues:
@@ -148,7 +158,7 @@ def plan_splits(
         rule = "seeded"
         splits = {b: _seeded(seed, corpus, b) for b in by_base}
     if held_out is None:
-        held_out = annomi_quality_holdout(by_base.values(), seed) if corpus == ANNOMI else []
+        held_out = corpus_holdout(corpus, by_base.values(), seed)
     forced = sorted(base_id(b) for b in held_out if base_id(b) in splits)
     for b in forced:
         splits[b] = "test"
@@ -162,6 +172,20 @@ def plan_splits(
 
 #: The corpus whose sessions carry a counselling-quality rating.
 ANNOMI = "annomi"
+#: The corpus of failed emotional-support conversations, with the seekers' survey.
+FAILED_ESCONV = "failed_esconv"
+
+
+def corpus_holdout(corpus: str, dialogues: Iterable[Dialogue], seed: int) -> list[str]:
+    """The corpus's known-groups hold-out (base ids, always test); none for most corpora.
+
+    The choice depends on the dialogues given: pass the whole corpus.
+    """
+    if corpus == ANNOMI:
+        return annomi_quality_holdout(dialogues, seed)
+    if corpus == FAILED_ESCONV:
+        return failed_esconv_holdout(dialogues, seed)
+    return []
 
 
 def annomi_quality_holdout(dialogues: Iterable[Dialogue], seed: int) -> list[str]:
@@ -171,21 +195,65 @@ def annomi_quality_holdout(dialogues: Iterable[Dialogue], seed: int) -> list[str
     Sessions without a quality rating (not AnnoMI metadata) are in neither group. The choice
     depends on the sessions given: pass the whole corpus.
     """
+
+    def quality(dialogue: Dialogue) -> str | None:
+        meta = dialogue.meta
+        return meta.mi_quality.strip().lower() if isinstance(meta, AnnoMIMeta) else None
+
+    groups = _seeded_groups(dialogues, seed, f"{ANNOMI}:quality", quality)
+    low = groups.get("low", [])
+    size = _half(low)
+    return sorted(low[:size] + groups.get("high", [])[:size])
+
+
+def failed_esconv_holdout(dialogues: Iterable[Dialogue], seed: int) -> list[str]:
+    """FailedESConv's known-groups hold-out: base ids of half (rounded up) of each group of
+    dialogues by the seeker's survey (improved: final intensity below the initial one; not
+    improved; intensities missing), each group ordered by sha256(seed:failed_esconv:survey:id).
+
+    Dialogues without ESConv metadata are in no group. The choice depends on the dialogues
+    given: pass the whole corpus.
+    """
+    groups = _seeded_groups(dialogues, seed, f"{FAILED_ESCONV}:survey", survey_outcome)
+    return sorted(b for ids in groups.values() for b in ids[: _half(ids)])
+
+
+def survey_outcome(dialogue: Dialogue) -> str | None:
+    """``improved`` (final intensity below the initial one), ``not improved``, or ``unknown``
+    (an intensity missing) by an ESConv seeker's survey; None without ESConv metadata."""
+    meta = dialogue.meta
+    if not isinstance(meta, ESConvMeta):
+        return None
+    start, end = meta.survey.initial_emotion_intensity, meta.survey.final_emotion_intensity
+    if start is None or end is None:
+        return "unknown"
+    return "improved" if end < start else "not improved"
+
+
+def _half(ids: Collection[str]) -> int:
+    return (len(ids) + 1) // 2
+
+
+def _seeded_groups(
+    dialogues: Iterable[Dialogue],
+    seed: int,
+    key: str,
+    group_of: Callable[[Dialogue], str | None],
+) -> dict[str, list[str]]:
+    """Base ids by ``group_of`` (None: in no group; readings of one dialogue count once), each
+    group ordered by sha256(seed:key:base id)."""
     groups: dict[str, list[str]] = defaultdict(list)
     seen: set[str] = set()
     for dialogue in dialogues:
         base = base_id(dialogue.id)
-        if base in seen or not isinstance(dialogue.meta, AnnoMIMeta):
+        if base in seen or (group := group_of(dialogue)) is None:
             continue
         seen.add(base)
-        groups[dialogue.meta.mi_quality.strip().lower()].append(base)
-
-    def ordered(ids: list[str]) -> list[str]:
-        return sorted(ids, key=lambda b: (seeded_fraction(seed, f"{ANNOMI}:quality", b), b))
-
-    low = ordered(groups.get("low", []))
-    size = (len(low) + 1) // 2
-    return sorted(low[:size] + ordered(groups.get("high", []))[:size])
+        groups[group].append(base)
+    return {
+        g: sorted(ids, key=lambda b: (seeded_fraction(seed, key, b), b))
+        for g, ids in groups.items()
+    }
 
 
 def _seeded(seed: int, corpus: str, base: str, *, no_test: bool = False) -> Split:

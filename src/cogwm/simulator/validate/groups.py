@@ -9,7 +9,8 @@ in valence x intensity) should separate:
 
 - ESConv's official test dialogues (every seeker's intensity dropped) from FailedESConv
   dialogues whose survey shows no improvement (final intensity not below the initial one). This
-  one gates.
+  one gates. Under the ``test`` held-out rule the FailedESConv dialogues are its test split, which
+  holds the survey-stratified half of :func:`cogwm.simulator.splits.failed_esconv_holdout`.
 - AnnoMI's high-quality from its low-quality sessions, on the stratified hold-out of
   :func:`cogwm.simulator.splits.annomi_quality_holdout`. Reported, not gating: MI quality is
   the counsellor's, and how much a client's state moves within one session is a weak echo of it.
@@ -30,11 +31,11 @@ import numpy as np
 from cogwm import tasks
 from cogwm.metrics.trajectory import composite
 from cogwm.schema import CognitiveState, Role
-from cogwm.schema.labels import AnnoMIMeta, ESConvMeta
+from cogwm.schema.labels import AnnoMIMeta
 from cogwm.schema.partial import LabelledDialogue
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import shown_text, turn_inputs
-from cogwm.simulator.splits import annomi_quality_holdout, base_id
+from cogwm.simulator.splits import annomi_quality_holdout, base_id, survey_outcome
 from cogwm.simulator.validate.card import Check, PartInfo
 from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
 from cogwm.simulator.validate.items import Heldout, Item, held_out
@@ -117,11 +118,7 @@ def group_dialogue(labelled: LabelledDialogue, positive: bool) -> GroupDialogue 
 
 def _no_improvement(labelled: LabelledDialogue) -> bool:
     """FailedESConv's survey says the final intensity is not below the initial one."""
-    meta = labelled.dialogue.meta
-    if not isinstance(meta, ESConvMeta):
-        return False
-    start, end = meta.survey.initial_emotion_intensity, meta.survey.final_emotion_intensity
-    return start is not None and end is not None and end >= start
+    return survey_outcome(labelled.dialogue) == "not improved"
 
 
 def _dialogues(pairs: Iterable[tuple[LabelledDialogue, bool]]) -> list[GroupDialogue]:
