@@ -148,6 +148,38 @@ def test_the_newest_card_wins_and_shipped_cards_are_found(cards: Path, tmp_path:
     assert status.card_source == "registered" and status.sensitivity is CheckState.FAILED
 
 
+def test_checks_are_merged_across_the_cards_of_an_identity(cards: Path) -> None:
+    """A newer card without a check does not hide an older card's check: per name and task
+    the newest card holding it wins."""
+    sensitivity = _check("arena_sensitivity", True, n=20)
+    register_card(_card([sensitivity], created="2025-01-01T00:00:00+00:00"), part="sens")
+    register_card(_card([_check("counterfactual", False)], created="2025-02-01T00:00:00+00:00"))
+    status = simulator_status("m", IDENTITY, tasks=["ESC"], shipped=cards / "none")
+    assert status.trusted and status.sensitivity is CheckState.PASSED
+    assert {c.name: c.state for c in status.checks}["counterfactual"] is CheckState.FAILED
+    newer = _check("arena_sensitivity", False, n=20)
+    register_card(_card([newer], created="2025-03-01T00:00:00+00:00"), part="sens2")
+    status = simulator_status("m", IDENTITY, tasks=["ESC"], shipped=cards / "none")
+    assert status.sensitivity is CheckState.FAILED and not status.trusted
+
+
+def test_trust_is_per_task_and_needs_20_scenarios_and_no_failures(cards: Path) -> None:
+    esc = _check("arena_sensitivity", True, n=20)
+    pd = _check("arena_sensitivity", True, n=20, task="PD")
+    register_card(_card([esc, pd]))
+    assert simulator_status("m", IDENTITY, tasks=["ESC", "PD"], shipped=cards / "none").trusted
+    on_mi = simulator_status("m", IDENTITY, tasks=["MI"], shipped=cards / "none")
+    assert on_mi.sensitivity is CheckState.NEVER_RUN and not on_mi.trusted
+    assert not simulator_status("m", IDENTITY, tasks=["ESC", "CR"], shipped=cards / "none").trusted
+    assert separation(0.1, 0.5, 20, on_mi)[0] is None
+    assert separation(0.1, 0.5, 20, on_mi, tasks=["ESC"]) == (True, None)
+    assert "on MI" in str(separation(0.1, 0.5, 20, on_mi, tasks=["MI"])[1])
+    for weak in (esc.model_copy(update={"n": 19}), esc.model_copy(update={"n_failed": 1})):
+        register_card(_card([weak, pd]))
+        status = simulator_status("m", IDENTITY, tasks=["ESC"], shipped=cards / "none")
+        assert status.sensitivity is CheckState.UNDECIDED and not status.trusted
+
+
 # ------------------------------------------------------------------------------ "separated"
 
 
@@ -269,3 +301,34 @@ def test_shipped_cards_are_looked_for_beside_the_shipped_adapters() -> None:
     folder = adapter_alias_folder(ADAPTER_ALIASES["smollm2-wm"])
     assert folder.parent == shipped_cards_root() and (folder / "adapter.gguf").is_file()
     assert SHIPPED_CARD == "card.json"
+
+
+def test_the_shipped_card_lookup_reads_a_card_in_a_world_models_folder(
+    cards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A card file placed beside a shipped model is found by the default lookup (no folder
+    given), with its checks."""
+    from cogwm.simulator.validate import status as status_module
+
+    root = tmp_path / "world_models"
+    monkeypatch.setattr(status_module, "shipped_cards_root", lambda: root)
+    assert simulator_status("m", IDENTITY).card_source is None
+    write_card(_card([_check("arena_sensitivity", True)]), root / "smollm2-wm" / "card.json")
+    write_card(_card([], identity="other"), root / "other-wm" / "card.json")
+    status = simulator_status("m", IDENTITY, tasks=["ESC"])
+    assert status.card_source == "shipped" and status.trusted
+    assert status.card_path == str(root / "smollm2-wm" / "card.json")
+
+
+def test_a_python_simulator_is_named_by_its_import_path(cards: Path) -> None:
+    from cogwm.report.tables import run_simulator_status
+
+    config = {
+        "tasks": ["ESC"],
+        "simulator": {"model": "", "python": "cogwm.simulator.rule:SentimentMeter"},
+        "simulator_identity": "rule:sentiment-meter k=1",
+    }
+    status = run_simulator_status(config)
+    assert status.model == "python:cogwm.simulator.rule:SentimentMeter"
+    assert status.line().startswith("Simulated user: python:cogwm.simulator.rule:SentimentMeter ")
+    assert status.tasks == ("ESC",)

@@ -95,7 +95,9 @@ def difference_verdict(
     """Whether ``difference`` separates its two agents, or why that is not said (see
     :func:`cogwm.simulator.validate.status.separation`)."""
     est = difference.difference
-    return separation(est.ci_low, est.ci_high, difference.n_shared, report.simulator)
+    return separation(
+        est.ci_low, est.ci_high, difference.n_shared, report.simulator, tasks=report.tasks
+    )
 
 
 def separation_caption(report: ArenaReport) -> str:

@@ -431,7 +431,19 @@ def build_report(
 
 def run_simulator_status(config: dict[str, Any]) -> SimulatorStatus:
     """The status of a stored run's simulated user, found by the identity the run recorded."""
-    simulator = config.get("simulator") or {}
-    model = str(simulator.get("model", "unknown")) if isinstance(simulator, dict) else "unknown"
     identity = config.get("simulator_identity")
-    return simulator_status(model, identity if isinstance(identity, str) else None)
+    found = config.get("tasks")
+    run_tasks = tuple(str(t) for t in found) if isinstance(found, list) else ()
+    return simulator_status(
+        simulator_label(config), identity if isinstance(identity, str) else None, tasks=run_tasks
+    )
+
+
+def simulator_label(config: dict[str, Any]) -> str:
+    """A stored run's simulated user: its model address, or ``python:<module:factory>``."""
+    simulator = config.get("simulator")
+    if not isinstance(simulator, dict):
+        return "unknown"
+    if simulator.get("python"):
+        return f"python:{simulator['python']}"
+    return str(simulator.get("model") or "unknown")

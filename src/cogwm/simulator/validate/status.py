@@ -11,11 +11,14 @@ in two places:
   input switch and pipeline.
 
 Only a card of the simulator as the arena runs it counts: no input switch (ablation ``none``)
-and the joint pipeline. The status lists each responsiveness check of the card (arena
-sensitivity, counterfactual agent turns, known groups) as passed, failed, undecided or never
-run, with its figure. Rankings are trusted only when the arena-sensitivity check passed: a
-simulated user that does not tell a supportive agent from a dismissive one can rank either
-first.
+and the joint pipeline. Every such card of the identity is read and their checks merged: per
+check name and task the check of the newest card wins (``cogwm arena sensitivity`` registers a
+card of its own beside the one ``cogwm validate`` wrote). The status lists each responsiveness
+check (arena sensitivity, counterfactual agent turns, known groups) as passed, failed,
+undecided or never run, with its figure. Rankings are trusted only when the arena-sensitivity
+check passed on every task of the run, over at least ``MIN_SEPARATION_SCENARIOS`` paired
+scenarios and with no failed conversation: a simulated user that does not tell a supportive
+agent from a dismissive one can rank either first.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -95,6 +99,7 @@ class SimulatorStatus(NamedTuple):
     card_path: str | None = None
     card_source: str | None = None  # 'shipped' or 'registered'
     checks: tuple[CheckStatus, ...] = ()
+    tasks: tuple[str, ...] = ()  # the run's tasks (empty: not known)
 
     @property
     def has_card(self) -> bool:
@@ -103,9 +108,20 @@ class SimulatorStatus(NamedTuple):
 
     @property
     def sensitivity(self) -> CheckState:
-        """The arena-sensitivity verdict over every task it ran on: passed only if all passed."""
-        states = {c.state for c in self.checks if c.name == "arena_sensitivity"}
-        for state in (CheckState.NEVER_RUN, CheckState.FAILED, CheckState.UNDECIDED):
+        """The arena-sensitivity verdict over the run's tasks (every task it ran on when they
+        are not known): passed only if each passed."""
+        return self.sensitivity_for(self.tasks)
+
+    def sensitivity_for(self, tasks: Sequence[str]) -> CheckState:
+        """The arena-sensitivity verdict for ``tasks``: never run when one of them has no
+        check, else the worst state of their checks (empty: every task with a check)."""
+        runs = [c for c in self.checks if c.name == "arena_sensitivity" and c.check is not None]
+        if tasks:
+            if any(all(c.check is None or c.check.task != t for c in runs) for t in tasks):
+                return CheckState.NEVER_RUN
+            runs = [c for c in runs if c.check is not None and c.check.task in tasks]
+        states = {c.state for c in runs}
+        for state in (CheckState.FAILED, CheckState.UNDECIDED):
             if state in states:
                 return state
         return CheckState.PASSED if states else CheckState.NEVER_RUN
@@ -113,7 +129,12 @@ class SimulatorStatus(NamedTuple):
     @property
     def trusted(self) -> bool:
         """Whether rankings from this simulator may claim that two agents differ."""
-        return self.sensitivity is CheckState.PASSED
+        return self.trusted_for(self.tasks)
+
+    def trusted_for(self, tasks: Sequence[str]) -> bool:
+        """Whether differences pooled over ``tasks`` may carry a verdict: each task has a
+        passing arena-sensitivity check."""
+        return self.sensitivity_for(tasks) is CheckState.PASSED
 
     def line(self) -> str:
         """The status in one line: the simulator, each check, and what it means for rankings."""
@@ -201,6 +222,10 @@ def check_statuses(card: Card | None) -> tuple[CheckStatus, ...]:
 def _state(check: Check) -> CheckState:
     if check.passed is None:
         return CheckState.UNDECIDED
+    if check.name == "arena_sensitivity" and (
+        check.n < MIN_SEPARATION_SCENARIOS or check.n_failed > 0
+    ):  # too few scenarios, or a sample the failures may have biased
+        return CheckState.UNDECIDED
     return CheckState.PASSED if check.passed else CheckState.FAILED
 
 
@@ -223,20 +248,23 @@ def shipped_cards_root() -> Path:
     return Path(__file__).resolve().parents[2] / "data" / "world_models"
 
 
-def registered_name(card: Card) -> str:
+def registered_name(card: Card, part: str | None = None) -> str:
     """The file name a card is registered under: one per identity, input switch and
-    pipeline, so a later card of the same simulator replaces the earlier one."""
+    pipeline, so a later card of the same simulator replaces the earlier one (``part``: a
+    card of some checks only, kept beside that one, e.g. 'arena_sensitivity')."""
     key = "\n".join((card.model_identity, card.ablation, card.pipeline))
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:20] + ".json"
+    stem = hashlib.sha256(key.encode("utf-8")).hexdigest()[:20]
+    return f"{stem}.json" if part is None else f"{stem}.{part}.json"
 
 
-def register_card(card: Card, folder: Path | None = None) -> Path:
-    """Keep a copy of ``card`` in the cards folder, where reports look it up by identity.
+def register_card(card: Card, folder: Path | None = None, *, part: str | None = None) -> Path:
+    """Keep a copy of ``card`` in the cards folder, where reports look it up by identity
+    (``part``: see :func:`registered_name`).
 
     Raises:
         InputError: The cards folder cannot be written.
     """
-    path = (folder or cards_dir()) / registered_name(card)
+    path = (folder or cards_dir()) / registered_name(card, part)
     try:
         write_card(card, path)
     except OSError as exc:
@@ -255,11 +283,36 @@ def _candidates(folder: Path | None, shipped: Path | None) -> list[tuple[Path, s
     return places
 
 
+#: Cards already parsed, by (path, modification time, size): a page that polls a run's status
+#: reads a card file again only when it changed.
+_PARSED: dict[tuple[str, int, int], Card | None] = {}
+
+
+def _read_cached(path: Path) -> Card | None:
+    """The card in ``path`` (None: not a card), parsed once per version of the file."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        for stale in [k for k in _PARSED if k[0] == key[0]]:  # an older version of the file
+            del _PARSED[stale]
+        try:
+            _PARSED[key] = read_card(path)
+        except InputError as exc:  # one broken file must not hide the others
+            log.warning("skipping a card: %s", exc)
+            _PARSED[key] = None
+    return _PARSED[key]
+
+
 def find_card(
     identity: str, *, folder: Path | None = None, shipped: Path | None = None
 ) -> tuple[Card, Path, str] | None:
-    """The newest card of the simulator ``identity`` as the arena runs it (no input switch,
-    joint pipeline), with its file and where it was found ('shipped' or 'registered').
+    """The card of the simulator ``identity`` as the arena runs it (no input switch, joint
+    pipeline): the newest such card, holding per check name and task the check of the newest
+    card that has one; with the newest card's file and where it was found ('shipped' or
+    'registered').
 
     Args:
         identity: The backend identity the run recorded.
@@ -268,48 +321,61 @@ def find_card(
     """
     matches: list[tuple[Card, Path, str]] = []
     for path, source in _candidates(folder, shipped):
-        try:
-            card = read_card(path)
-        except InputError as exc:  # one broken file must not hide the others
-            log.warning("skipping a card: %s", exc)
+        card = _read_cached(path)
+        if card is None:
             continue
         if card.model_identity == identity and card.ablation == "none" and card.pipeline == "joint":
             matches.append((card, path, source))
     if not matches:
         return None
-    return max(matches, key=lambda m: m[0].created)
+    matches.sort(key=lambda m: m[0].created)
+    merged: dict[tuple[str, str], Check] = {}
+    for card, _, _ in matches:  # oldest first: a newer card's check replaces an older one's
+        merged.update({(c.name, c.task): c for c in card.checks})
+    newest, path, source = matches[-1]
+    return newest.model_copy(update={"checks": list(merged.values())}), path, source
 
 
 def simulator_status(
     model: str,
     identity: str | None,
     *,
+    tasks: Sequence[str] = (),
     folder: Path | None = None,
     shipped: Path | None = None,
 ) -> SimulatorStatus:
     """The status of the simulated user ``model`` whose backend identity is ``identity``
-    (None: the run did not record it)."""
+    (None: the run did not record it) in a run of ``tasks`` (empty: not known)."""
     found = None if identity is None else find_card(identity, folder=folder, shipped=shipped)
     if found is None:
-        return SimulatorStatus(model, identity, checks=check_statuses(None))
+        return SimulatorStatus(model, identity, checks=check_statuses(None), tasks=tuple(tasks))
     card, path, source = found
-    return SimulatorStatus(model, identity, str(path), source, check_statuses(card))
+    return SimulatorStatus(model, identity, str(path), source, check_statuses(card), tuple(tasks))
 
 
 def separation(
-    ci_low: float | None, ci_high: float | None, n_shared: int, status: SimulatorStatus | None
+    ci_low: float | None,
+    ci_high: float | None,
+    n_shared: int,
+    status: SimulatorStatus | None,
+    tasks: Sequence[str] | None = None,
 ) -> tuple[bool | None, str | None]:
     """Whether a paired CTS difference separates two agents, or why it is not said.
+
+    Args:
+        tasks: The tasks the difference pools (default: the status's run tasks); each needs a
+            passing arena-sensitivity check of its own.
 
     Returns:
         ``(True|False, None)`` when it may be said; ``(None, reason)`` otherwise: fewer than
         :data:`MIN_SEPARATION_SCENARIOS` paired scenarios, a simulator without a passing
-        arena-sensitivity check (or none known), or an undefined interval.
+        arena-sensitivity check on every task (or none known), or an undefined interval.
     """
     if n_shared < MIN_SEPARATION_SCENARIOS:
         return None, f"fewer than {MIN_SEPARATION_SCENARIOS} paired scenarios"
-    if status is None or not status.trusted:
-        return None, "the simulated user has no passing arena-sensitivity check"
+    if status is None or not status.trusted_for(status.tasks if tasks is None else tasks):
+        where = "" if not tasks else f" on {', '.join(tasks)}"
+        return None, f"the simulated user has no passing arena-sensitivity check{where}"
     if ci_low is None or ci_high is None:
         return None, "the interval is undefined"
     return ci_low > 0 or ci_high < 0, None
