@@ -84,6 +84,7 @@ def turn_reader(messages: list[Message]) -> str:
 @pytest.fixture(autouse=True)
 def _fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))
     register_fake(COPY, copy_machine)
     register_fake(READER, turn_reader)
     yield
@@ -123,10 +124,10 @@ def test_an_agent_speaks_the_script_of_its_task() -> None:
 
 
 def test_a_copy_machine_fails_the_check(tmp_path: Path) -> None:
-    results = _run(tmp_path, f"fake:{COPY}")
+    results = _run(tmp_path, f"fake:{COPY}", scenarios=20, tasks=("ESC",))
     for result in results:
         main = result.differences[check.MAIN_CONTRAST]
-        assert main is not None and main.n_shared == 6
+        assert main is not None and main.n_shared == 20
         assert main.difference.mean == pytest.approx(0.0)
         assert result.passed is False
         assert result.copy_machine is not None
@@ -134,31 +135,57 @@ def test_a_copy_machine_fails_the_check(tmp_path: Path) -> None:
 
 
 def test_a_simulator_reading_the_agents_turn_passes(tmp_path: Path) -> None:
+    (result,) = _run(tmp_path, f"fake:{READER}", scenarios=20, tasks=("ESC",))
+    means = result.means
+    assert means["supportive"] > means["dismissive"] > means["hostile"]  # type: ignore[operator]
+    main = result.differences[check.MAIN_CONTRAST]
+    assert main is not None and main.n_shared == 20 and main.difference.ci_low is not None
+    assert main.difference.ci_low > 0
+    assert result.passed is True and result.n_failed == 0
+
+
+def test_under_20_scenarios_the_check_is_undecided(tmp_path: Path) -> None:
+    """The order and interval right on both tasks, but 6 paired scenarios: no verdict."""
     results = _run(tmp_path, f"fake:{READER}")
     assert [r.task for r in results] == ["ESC", "PD"]
     for result in results:
         means = result.means
         assert means["supportive"] > means["dismissive"] > means["hostile"]  # type: ignore[operator]
         main = result.differences[check.MAIN_CONTRAST]
-        assert main is not None and main.difference.ci_low is not None
-        assert main.difference.ci_low > 0
-        assert result.passed is True and result.n_failed == 0
+        assert main is not None and main.n_shared == 6
+        assert main.difference.ci_low is not None and main.difference.ci_low > 0
+        assert result.passed is None and result.n_failed == 0
+
+
+def _rows(folder: Path) -> list[tuple[object, ...]]:
+    from cogwm.store import RunStore
+
+    rows: list[tuple[object, ...]] = []
+    for db in sorted(folder.glob("*.sqlite")):
+        with RunStore(db, read_only=True) as store:
+            rows.extend(tuple(c) for c in store.conversations())
+    return rows
 
 
 def test_the_rule_simulator_passes_and_a_second_call_resumes(tmp_path: Path) -> None:
-    first = _run(tmp_path, RULE)
-    assert all(r.passed for r in first)
+    first = _run(tmp_path, RULE, scenarios=20, tasks=("ESC",))
+    assert [r.passed for r in first] == [True]
+    stored = _rows(tmp_path / "runs")
+    assert len(stored) == 60 and {r[12] for r in stored} == {"finished"}
     # Every conversation is in the store: a second call runs nothing and gives the same figures.
-    again = _run(tmp_path, RULE)
+    again = _run(tmp_path, RULE, scenarios=20, tasks=("ESC",))
     assert [r.differences for r in again] == [r.differences for r in first]
-    assert all(r.elapsed_s < first[0].elapsed_s + 5 for r in again)
+    assert _rows(tmp_path / "runs") == stored  # no conversation started, retried or re-run
 
 
 def test_the_rule_simulators_gain_enters_the_config_hash() -> None:
     one = check.sensitivity_config(RULE, "ESC", scenarios=4, simulator_options={"k": 1.0})
     two = check.sensitivity_config(RULE, "ESC", scenarios=4, simulator_options={"k": 2.0})
     assert config_hash(one) != config_hash(two)
-    assert "k=2" in str(check.simulator_section(RULE, {"k": 2.0})) or True
+    assert check.simulator_section(RULE, {"k": 2.0}) == {
+        "python": "cogwm.simulator.rule:SentimentMeter",
+        "options": {"k": 2.0},
+    }
     assert two.simulator.hashed()["identity"].startswith("rule:sentiment-meter k=2 vader-")
 
 
@@ -197,19 +224,31 @@ def _conversations(differences: list[float], *, hostile: float = -1.0) -> list[c
     return rows
 
 
+#: Twenty paired differences (the fewest the rule decides on) with an interval above 0.
+TIGHT = [0.5, 0.6, 0.4, 0.5, 0.55] * 4
+
+
 def test_the_order_right_but_an_interval_that_includes_zero_fails() -> None:
-    wide = check.task_result("ESC", "x", _conversations([1.0, -0.8, 0.9, -0.7, 0.2]))
+    wide = check.task_result("ESC", "x", _conversations([1.0, -0.8, 0.9, -0.7, 0.2] * 4))
     assert wide.means["supportive"] > wide.means["dismissive"] > wide.means["hostile"]  # type: ignore[operator]
     main = wide.differences[check.MAIN_CONTRAST]
     assert main is not None and main.difference.ci_low is not None
     assert main.difference.ci_low < 0
     assert wide.passed is False
-    tight = check.task_result("ESC", "x", _conversations([0.5, 0.6, 0.4, 0.5, 0.55]))
+    tight = check.task_result("ESC", "x", _conversations(TIGHT))
     assert tight.passed is True
     # The interval above 0 but dismissive below hostile: the order is wrong.
-    assert check.task_result("ESC", "x", _conversations([0.5] * 5, hostile=0.2)).passed is False
+    assert check.task_result("ESC", "x", _conversations([0.5] * 20, hostile=0.2)).passed is False
     # One scenario has no interval: undecided, never passed.
     assert check.task_result("ESC", "x", _conversations([0.5])).passed is None
+
+
+def test_too_few_scenarios_or_a_failed_conversation_leave_the_check_undecided() -> None:
+    assert check.task_result("ESC", "x", _conversations(TIGHT[:19])).passed is None
+    failed = check.task_result("ESC", "x", _conversations(TIGHT), n_failed=1)
+    assert failed.passed is None
+    (written,) = check.checks([failed], [])
+    assert written.passed is None and written.n == 20 and written.n_failed == 1
 
 
 # ---------------------------------------------------------------------------------- the card
@@ -220,7 +259,8 @@ def test_checks_replace_their_own_in_the_card_and_keep_the_others(tmp_path: Path
     rule = [check.task_result("ESC", RULE, _conversations([0.9, 1.0, 1.1]))]
     (new,) = check.checks(results, rule)
     assert new.key == "arena_sensitivity.ESC.cts_supportive_minus_dismissive"
-    assert new.n == 3 and new.copy_machine == 0.0 and new.passed is True
+    # Three paired scenarios: the order and interval are right, but no verdict under 20.
+    assert new.n == 3 and new.copy_machine == 0.0 and new.passed is None
     assert new.baselines["rule_simulator"] == pytest.approx(1.0)
     path = tmp_path / "card.json"
     other = Check(
@@ -251,9 +291,52 @@ def test_the_command_writes_the_card_and_prints_the_table(
     out = capsys.readouterr().out
     assert "supportive − dismissive" in out and "fake:turn-reader" in out and RULE in out
     checks = read_card(card).checks
-    assert [(c.task, c.passed) for c in checks] == [("ESC", True), ("PD", True)]
-    assert all(c.baselines["rule_simulator_passed"] == 1.0 for c in checks)
+    # Four scenarios per task: the figures are written, the verdicts undecided (under 20).
+    assert [(c.task, c.passed, c.n) for c in checks] == [("ESC", None, 4), ("PD", None, 4)]
+    assert all(c.baselines["rule_simulator_passed"] is None for c in checks)
     assert cogwm("arena", "sensitivity", "--simulator", "nope", *args) == 2
+
+
+def test_a_rule_gain_of_zero_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--simulator", RULE, "--db", tmp_path / "runs", "--no-progress", "--rule-k", "0"]
+    assert cogwm("arena", "sensitivity", *args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("--rule-k must be above 0, got 0") and "\n" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_validate_then_sensitivity_then_the_status_says_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented workflow: ``validate --out`` registers a card without the check, a later
+    ``arena sensitivity`` (no --card) registers its checks, and the status reads both."""
+    from cogwm.simulator.validate.status import CheckState, simulator_status
+    from helpers_validate import write_corpora
+
+    monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))
+    out = tmp_path / "card.json"
+    validate = ["validate", "--model", f"fake:{READER}", "--parts", "dailydialog"]
+    validate += ["--data-dir", write_corpora(tmp_path / "data"), "--resamples", "20"]
+    assert cogwm(*validate, "--out", out) == 0
+    identity = read_card(out).model_identity
+    before = simulator_status(f"fake:{READER}", identity, shipped=tmp_path / "none")
+    assert before.has_card and before.sensitivity is CheckState.NEVER_RUN
+    args = ["--simulator", f"fake:{READER}", "--task", "ESC", "--scenarios", 20, "--rounds", 4]
+    assert cogwm("arena", "sensitivity", *args, "--db", tmp_path / "runs", "--no-progress") == 0
+    after = simulator_status(f"fake:{READER}", identity, tasks=["ESC"], shipped=tmp_path / "none")
+    assert after.sensitivity is CheckState.PASSED and after.trusted
+    # The validate card's checks still count: the two cards are merged, not one hiding the other.
+    assert _found(before) <= _found(after)
+    assert ("arena_sensitivity", "ESC") in _found(after)
+    assert not after.trusted_for(["ESC", "PD"])  # no check on PD: PD runs stay unverified
+    assert all(c.name != "arena_sensitivity" for c in read_card(out).checks)  # left alone
+
+
+def _found(status: object) -> set[tuple[str, str]]:
+    checks = getattr(status, "checks", ())
+    return {(c.name, c.check.task) for c in checks if c.check is not None}
 
 
 def test_a_model_simulators_config_hash_is_what_it_was() -> None:

@@ -35,6 +35,7 @@ from cogwm.metrics.aggregate import (
     scenario_table,
 )
 from cogwm.simulator.validate.card import CARD_SCHEMA, Card, Check
+from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS
 
 #: The check's name in a validity card.
 CHECK_NAME = "arena_sensitivity"
@@ -62,7 +63,8 @@ RULE_SIMULATOR = "python:cogwm.simulator.rule:SentimentMeter"
 #: The pass rule, fixed: per task.
 PASS_RULE = (
     "mean CTS supportive > dismissive > hostile, and the 95% CI of the paired difference "
-    "supportive − dismissive (bootstrap over scenarios) lies above 0"
+    "supportive − dismissive (bootstrap over scenarios) lies above 0; undecided under "
+    f"{MIN_SEPARATION_SCENARIOS} paired scenarios or when any conversation failed"
 )
 
 
@@ -79,10 +81,16 @@ class TaskResult(NamedTuple):
     elapsed_s: float = 0.0
 
 
-def passes(means: dict[str, float | None], main: DifferenceEstimate | None) -> bool | None:
-    """The pass rule (``PASS_RULE``); None when a mean or the interval is undefined."""
+def passes(
+    means: dict[str, float | None], main: DifferenceEstimate | None, *, n_failed: int = 0
+) -> bool | None:
+    """The pass rule (``PASS_RULE``); None (undecided) when a mean or the interval is
+    undefined, the paired scenarios are fewer than ``MIN_SEPARATION_SCENARIOS`` or any
+    conversation failed (the survivors may be a biased sample)."""
     ordered = [means.get(agent) for agent in AGENTS]
     if main is None or main.difference.ci_low is None or any(m is None for m in ordered):
+        return None
+    if main.n_shared < MIN_SEPARATION_SCENARIOS or n_failed > 0:
         return None
     supportive, dismissive, hostile = (float(m) for m in ordered if m is not None)
     return supportive > dismissive > hostile and main.difference.ci_low > 0
@@ -178,9 +186,8 @@ def task_result(
     copies = [(c.agent, c.scenario, c.copy_cts) for c in conversations if c.copy_cts is not None]
     copy = _difference([(a, s, v) for a, s, v in copies], MAIN_CONTRAST, n_resamples, seed)
     main = differences[MAIN_CONTRAST]
-    return TaskResult(
-        task, simulator, means, differences, copy, n_failed, passes(means, main), elapsed_s
-    )
+    verdict = passes(means, main, n_failed=n_failed)
+    return TaskResult(task, simulator, means, differences, copy, n_failed, verdict, elapsed_s)
 
 
 def _difference(
@@ -273,6 +280,25 @@ def interval_text(estimate: DifferenceEstimate | None) -> str:
     return f"{d.mean:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] (n {estimate.n_shared})"
 
 
+def _new_card(
+    model: str, identity: str, seed: int, resamples: int, versions: dict[str, str]
+) -> Card:
+    """A card naming the simulator and no checks yet."""
+    return Card.model_validate(
+        {
+            "schema": CARD_SCHEMA,
+            "label": model,
+            "model": model,
+            "model_identity": identity,
+            "seed": seed,
+            "limit": None,
+            "resamples": resamples,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "versions": versions,
+        }
+    )
+
+
 def update_card(
     path: Path,
     new: Sequence[Check],
@@ -284,10 +310,12 @@ def update_card(
     versions: dict[str, str],
 ) -> Card:
     """The card at ``path`` with ``new`` in place of its checks of the same name and task (a
-    minimal card naming the simulator when the file does not exist); written back.
+    minimal card naming the simulator when the file does not exist); written back, dated now
+    (its newest checks are from now, and reports take each check from the newest card).
 
     Raises:
-        InputError: The file is not a card, or a card of another simulator.
+        InputError: The file is not a card, or a card of another simulator (another model
+            address or backend identity).
     """
     from cogwm.simulator.validate.card import read_card, write_card
 
@@ -295,23 +323,17 @@ def update_card(
         card = read_card(path)
         if card.model != model:
             raise InputError(f"{path}: the card is of {card.model!r}, not {model!r}")
+        if card.model_identity != identity:
+            raise InputError(
+                f"{path}: the card was measured on {card.model_identity!r}, but {model} is "
+                f"now {identity!r}"
+            )
     else:
-        card = Card.model_validate(
-            {
-                "schema": CARD_SCHEMA,
-                "label": model,
-                "model": model,
-                "model_identity": identity,
-                "seed": seed,
-                "limit": None,
-                "resamples": resamples,
-                "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                "versions": versions,
-            }
-        )
+        card = _new_card(model, identity, seed, resamples, versions)
     replaced = {(c.name, c.task) for c in new}
     kept = [c for c in card.checks if (c.name, c.task) not in replaced]
-    card = card.model_copy(update={"checks": [*kept, *new]})
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    card = card.model_copy(update={"checks": [*kept, *new], "created": now})
     write_card(card, path)
     return card
 
@@ -397,3 +419,63 @@ def run_sensitivity(
             )
         )
     return results
+
+
+def plan_identity(plan: Plan, load_model: Any = None) -> str | None:
+    """The backend identity of ``plan.simulator`` as its runs record it (None: the model cannot
+    be loaded)."""
+    import asyncio
+
+    from cogwm.arena.provenance import simulator_identity
+    from cogwm.models import load
+
+    config = sensitivity_config(
+        plan.simulator,
+        plan.tasks[0],
+        scenarios=plan.scenarios,
+        rounds=plan.rounds,
+        seed=plan.seed,
+        data_dir=plan.data_dir,
+        simulator_options=plan.simulator_options,
+    )
+    return asyncio.run(simulator_identity(config, load_model or load))
+
+
+def record_checks(
+    plan: Plan,
+    new: Sequence[Check],
+    *,
+    card: Path | None,
+    seed: int,
+    resamples: int,
+    load_model: Any = None,
+) -> Path | None:
+    """Write ``new`` into the card at ``card`` (None: the simulator's sensitivity card in the
+    cards folder) and register it, where reports find it by identity. Returns the card's file;
+    None when the simulator's identity cannot be read (nothing is written).
+
+    Raises:
+        InputError: ``card`` holds a card of another simulator, or the cards folder cannot
+            be written.
+    """
+    from cogwm.arena.provenance import package_versions
+    from cogwm.simulator.validate.status import cards_dir, register_card, registered_name
+
+    identity = plan_identity(plan, load_model)
+    if identity is None:
+        return None
+    versions = package_versions()
+    if card is None:
+        stub = _new_card(plan.simulator, identity, seed, resamples, versions)
+        card = cards_dir() / registered_name(stub, CHECK_NAME)
+    written = update_card(
+        card,
+        new,
+        model=plan.simulator,
+        identity=identity,
+        seed=seed,
+        resamples=resamples,
+        versions=versions,
+    )
+    register_card(written, part=CHECK_NAME)
+    return card

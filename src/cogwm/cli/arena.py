@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from cogwm.arena.config import ArenaConfig
-    from cogwm.arena.sensitivity import Plan, TaskResult
+    from cogwm.arena.sensitivity import TaskResult
     from cogwm.arena.units import Shard
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
@@ -353,20 +353,31 @@ def sensitivity_command(
     ],
     card: Annotated[
         Path | None,
-        typer.Option("--card", help="Validity card to write the checks into (created if absent)."),
+        typer.Option(
+            "--card",
+            help="Validity card to write the checks into (created if absent). The checks are "
+            "registered in the cards folder either way, where reports find them.",
+        ),
     ] = None,
     db: Annotated[
         Path,
         typer.Option("--db", help="Folder of the run stores (one per simulator and task)."),
     ] = Path("sensitivity-runs"),
-    scenarios: Annotated[int, typer.Option(min=2, help="Scenarios per task.")] = 20,
+    scenarios: Annotated[
+        int,
+        typer.Option(min=2, help="Scenarios per task (under 20 the checks are undecided)."),
+    ] = 20,
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", help="Check this task only (repeatable; default ESC and PD)."),
+    ] = None,
     rounds: Annotated[
         int, typer.Option(min=3, help="Rounds per conversation, cold start included.")
     ] = 10,
     seed: Annotated[int, typer.Option(help="Arena and bootstrap seed.")] = 0,
     data_dir: DataDirOption = None,
     rule_k: Annotated[
-        float, typer.Option("--rule-k", min=0.0, help="The rule simulator's gain.")
+        float, typer.Option("--rule-k", help="The rule simulator's gain (above 0).")
     ] = 1.0,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
     force: Annotated[
@@ -381,12 +392,19 @@ def sensitivity_command(
 
     from cogwm.arena import sensitivity as check
     from cogwm.cli.common import DATA_DIR_ENV
+    from cogwm.errors import InputError
 
+    if rule_k <= 0:
+        raise InputError(f"--rule-k must be above 0, got {rule_k:g}")
     if data_dir is None and os.environ.get(DATA_DIR_ENV):
         data_dir = Path(os.environ[DATA_DIR_ENV])
+    chosen = tuple(dict.fromkeys(task or check.TASKS))
+    unknown = [t for t in chosen if t not in check.TASKS]
+    if unknown:
+        raise InputError(f"--task must be one of {', '.join(check.TASKS)}, got {unknown[0]!r}")
     base = check.Plan(
-        simulator=simulator, folder=db, scenarios=scenarios, rounds=rounds, seed=seed,
-        data_dir=data_dir, force=force,
+        simulator=simulator, folder=db, tasks=chosen, scenarios=scenarios, rounds=rounds,
+        seed=seed, data_dir=data_dir, force=force,
     )  # fmt: skip
     rule_plan = base._replace(simulator=check.RULE_SIMULATOR, simulator_options={"k": rule_k})
     if simulator == check.RULE_SIMULATOR:
@@ -398,17 +416,14 @@ def sensitivity_command(
         else check.run_sensitivity(rule_plan, show_progress=progress, n_resamples=resamples)
     )
     checks = check.checks(results, rule)
-    if card is not None:
-        check.update_card(
-            card,
-            checks,
-            model=simulator,
-            identity=_simulator_identity(base),
-            seed=seed,
-            resamples=resamples,
-            versions=_versions(),
+    written = check.record_checks(base, checks, card=card, seed=seed, resamples=resamples)
+    if written is None:
+        err_console.print(
+            f"{simulator}: its identity cannot be read, so the checks were not recorded",
+            markup=False,
         )
-        err_console.print(f"wrote {len(checks)} checks to {card}")
+    else:
+        err_console.print(f"wrote {len(checks)} checks to {written}", markup=False)
     shown = [*results, *([] if rule is results else rule)]
     if as_json:
         print_json({"checks": [c.model_dump(mode="json") for c in checks]})
@@ -421,29 +436,6 @@ def sensitivity_command(
             f"the command again (finished conversations in {db} are kept)"
         )
         raise typer.Exit(EXIT_UNITS_FAILED)
-
-
-def _simulator_identity(plan: Plan) -> str:
-    """The identity of the simulator under test (a Python simulator's, or the model's)."""
-    import asyncio
-
-    from cogwm.arena.sensitivity import simulator_section
-    from cogwm.arena.simulators import python_simulator
-    from cogwm.models import load
-
-    section = simulator_section(plan.simulator, plan.simulator_options)
-    if "python" in section:
-        return python_simulator(section["python"], section["options"]).identity
-    model = load(plan.simulator)
-    identity = model.identity
-    asyncio.run(model.aclose())
-    return identity
-
-
-def _versions() -> dict[str, str]:
-    from cogwm.arena.provenance import package_versions
-
-    return package_versions()
 
 
 def _sensitivity_table(results: list[TaskResult]) -> Table:
