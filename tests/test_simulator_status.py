@@ -332,3 +332,29 @@ def test_a_python_simulator_is_named_by_its_import_path(cards: Path) -> None:
     assert status.model == "python:cogwm.simulator.rule:SentimentMeter"
     assert status.line().startswith("Simulated user: python:cogwm.simulator.rule:SentimentMeter ")
     assert status.tasks == ("ESC",)
+
+
+def test_a_card_file_is_parsed_once_until_it_changes(
+    cards: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live page polls the status: an unchanged card file is not read again."""
+    import os
+
+    from cogwm.simulator.validate import status as status_module
+
+    path = register_card(_card([_check("arena_sensitivity", True)]))
+    calls: list[Path] = []
+    real = status_module.read_card
+
+    def counting(where: Path) -> Card:
+        calls.append(where)
+        return real(where)
+
+    monkeypatch.setattr(status_module, "read_card", counting)
+    for _ in range(3):
+        assert simulator_status("m", IDENTITY, shipped=cards / "none").trusted
+    assert calls.count(path) == 1
+    register_card(_card([_check("arena_sensitivity", False)]))
+    os.utime(path, ns=(1, 1))  # a changed file is read again, whatever its clock
+    assert not simulator_status("m", IDENTITY, shipped=cards / "none").trusted
+    assert calls[-1] == path
