@@ -435,7 +435,8 @@ class ArenaConfig(_Section):
     scenario_split: ScenarioSplit = Field(
         default=ScenarioSplit.TEST,
         description="With scenarios = 'corpus': the split cold starts come from ('test', 'val', "
-        "'train' or 'all'); test and val keep clean dialogues only.",
+        "'train' or 'all'); test and val keep clean dialogues only. 'all' is what corpus runs "
+        "drew from before this setting existed: it resumes them (their config hash stays).",
     )
     data_dir: str | None = None
     annotate_profiles: bool = Field(
@@ -677,10 +678,10 @@ def hashed_view(config: ArenaConfig) -> dict[str, Any]:
     recorded = tasks.file_tasks(config.tasks)
     if recorded:  # only then: the hash of a run on built-in tasks stays what it was
         data["task_files"] = recorded
-    if config.scenarios != ScenarioSource.CORPUS:
-        # The split decides nothing without corpus cold starts: such runs keep the hash they
-        # had before the field existed. Corpus runs always hash it, since their cold starts
-        # came from every split before it existed and from the test split since.
+    if config.scenarios != ScenarioSource.CORPUS or config.scenario_split is ScenarioSplit.ALL:
+        # The split decides nothing without corpus cold starts, and "all" is what corpus runs
+        # drew from before the field existed: such runs keep the hash they had then (an old
+        # corpus run resumes with scenario_split = "all"). Any other split is hashed.
         data.pop("scenario_split")
     return data
 
