@@ -20,6 +20,7 @@ from cogwm.arena.scenarios import (
 from cogwm.arena.windows import Window, Windows
 from cogwm.errors import ConfigError, InputError
 from cogwm.schema import Dialogue, Role, Utterance
+from cogwm.simulator.splits import plan_splits
 from cogwm.store.db import RunStore
 
 
@@ -173,3 +174,39 @@ def test_an_old_corpus_run_resumes_with_all_and_the_error_names_the_setting(
             windows=_WINDOWS,
         )
     assert not opened.config_changed
+
+
+def _p4g(did: str) -> Dialogue:
+    roles = [Role.AGENT, Role.USER] * 3
+    utterances = [
+        Utterance(index=i, speaker=r.value, role=r, text=f"{did} line {i}")
+        for i, r in enumerate(roles)
+    ]
+    return Dialogue(id=did, corpus="persuasionforgood", utterances=utterances)
+
+
+def test_seeded_cold_starts_follow_the_split_seed() -> None:
+    # Catches: the seeded split of a corpus without official splits ignoring the simulator's
+    # samples seed (seed 1 samples train on dialogues that seed 0 calls test).
+    dialogues = [_p4g(f"persuasionforgood:{k}") for k in range(200)]
+    for seed in (0, 1):
+        test = split_dialogues("persuasionforgood", dialogues, "test", split_seed=seed)
+        plan = plan_splits("persuasionforgood", dialogues, seed)
+        assert test and all(plan.split_of(d.id) == "test" for d in test)
+    seed0 = {d.id for d in split_dialogues("persuasionforgood", dialogues, "test")}
+    seed1 = {d.id for d in split_dialogues("persuasionforgood", dialogues, "test", split_seed=1)}
+    assert seed0 != seed1
+
+
+def test_the_split_seed_is_a_corpus_setting_hashed_only_when_not_zero() -> None:
+    # Catches: the new field changing every stored hash, or a seed that changes nothing hashed.
+    corpus = _raw(scenarios="corpus", data_dir="/data")
+    default = parse_config(corpus)
+    assert config_hash(parse_config({**corpus, "scenario_split_seed": 0})) == config_hash(default)
+    assert "scenario_split_seed" not in hashed_view(default)
+    seeded = parse_config({**corpus, "scenario_split_seed": 1})
+    assert config_hash(seeded) != config_hash(default)
+    assert "seed 1" in describe_scenarios(stored_config(seeded))
+    assert "seed 0" in describe_scenarios(stored_config(default))
+    with pytest.raises(ConfigError, match="scenario_split_seed"):
+        parse_config(_raw(scenario_split_seed=1))

@@ -717,6 +717,7 @@ def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]
             data_dir=data_dir,
             seed=config.seed,
             split=config.scenario_split,
+            split_seed=config.scenario_split_seed,
         )
         for task in config.tasks
     }
