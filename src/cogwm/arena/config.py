@@ -7,6 +7,7 @@ Example (see ``examples/arena_esc.toml``)::
     dialogues_per_task = 20
     # scenarios = "my_dialogues.jsonl"   # cold starts from your own dialogues
     # scenarios = "corpus"; scenario_split = "test"   # the task corpus's clean test split
+    # scenario_split_seed = 1   # the samples' --seed, where the simulator was built with another
 
     [simulator]
     model = "llamacpp:smollm2"
@@ -435,7 +436,15 @@ class ArenaConfig(_Section):
     scenario_split: ScenarioSplit = Field(
         default=ScenarioSplit.TEST,
         description="With scenarios = 'corpus': the split cold starts come from ('test', 'val', "
-        "'train' or 'all'); test and val keep clean dialogues only.",
+        "'train' or 'all'); test and val keep clean dialogues only. 'all' is what corpus runs "
+        "drew from before this setting existed: it resumes them (their config hash stays).",
+    )
+    scenario_split_seed: int = Field(
+        default=0,
+        ge=0,
+        description="With scenarios = 'corpus': the seed of the split of corpora without an "
+        "official one (P4G), the --seed the simulator's samples were built with (cogwm samples "
+        "build), so its test cold starts are none it was trained on.",
     )
     data_dir: str | None = None
     annotate_profiles: bool = Field(
@@ -487,6 +496,10 @@ class ArenaConfig(_Section):
         if self.scenario_split is not ScenarioSplit.TEST and self.scenarios != "corpus":
             raise ValueError(
                 'scenario_split: applies only to scenarios = "corpus" (leave it out or set "test")'
+            )
+        if self.scenario_split_seed != 0 and self.scenarios != "corpus":
+            raise ValueError(
+                'scenario_split_seed: applies only to scenarios = "corpus" (leave it out or set 0)'
             )
         if self.intent_from_round > self.max_rounds:
             # Quietly accepted, the detector would never run and every conversation would last
@@ -677,11 +690,13 @@ def hashed_view(config: ArenaConfig) -> dict[str, Any]:
     recorded = tasks.file_tasks(config.tasks)
     if recorded:  # only then: the hash of a run on built-in tasks stays what it was
         data["task_files"] = recorded
-    if config.scenarios != ScenarioSource.CORPUS:
-        # The split decides nothing without corpus cold starts: such runs keep the hash they
-        # had before the field existed. Corpus runs always hash it, since their cold starts
-        # came from every split before it existed and from the test split since.
+    if config.scenarios != ScenarioSource.CORPUS or config.scenario_split is ScenarioSplit.ALL:
+        # The split decides nothing without corpus cold starts, and "all" is what corpus runs
+        # drew from before the field existed: such runs keep the hash they had then (an old
+        # corpus run resumes with scenario_split = "all"). Any other split is hashed.
         data.pop("scenario_split")
+    if config.scenario_split_seed == 0:  # the default: hashes made before the field stay
+        del data["scenario_split_seed"]
     return data
 
 

@@ -31,7 +31,7 @@ from cogwm.arena.participants import IntentDetector, ProfileAnnotator
 from cogwm.arena.progress import RunProgress
 from cogwm.arena.protocol import Participant
 from cogwm.arena.provenance import git_revision, package_versions, simulator_identity
-from cogwm.arena.scenarios import Scenario, select_scenarios
+from cogwm.arena.scenarios import Scenario, ScenarioSource, ScenarioSplit, select_scenarios
 from cogwm.arena.scoring import conversation_metrics, user_states
 from cogwm.arena.simulators import build_simulator
 from cogwm.arena.termination import ConversationStatus, FailureOrigin, Termination
@@ -506,6 +506,23 @@ class OpenedRun(NamedTuple):
     config_changed: bool
 
 
+def _split_hint(config: ArenaConfig, stored_json: str) -> str:
+    """For a corpus run whose stored config predates ``scenario_split`` (its cold starts came
+    from every split), the setting that resumes it; else nothing."""
+    if config.scenarios != ScenarioSource.CORPUS or config.scenario_split is ScenarioSplit.ALL:
+        return ""
+    try:
+        stored = json.loads(stored_json)
+    except ValueError:
+        return ""
+    if not isinstance(stored, dict) or "scenario_split" in stored:
+        return ""
+    return (
+        "; this corpus run predates scenario_split and drew cold starts from every split: set "
+        'scenario_split = "all" to resume it'
+    )
+
+
 def open_run(
     config: ArenaConfig,
     store: RunStore,
@@ -556,7 +573,8 @@ def open_run(
         if not force:
             raise ConfigError(
                 f"config changed since the run started (hash {stored.config_hash[:12]} -> "
-                f"{digest[:12]}); pass --force to continue with the new config"
+                f"{digest[:12]}){_split_hint(config, stored.config_json)}; pass --force to "
+                "continue with the new config"
             )
         store.update_run(
             stored.id,
@@ -699,6 +717,7 @@ def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]
             data_dir=data_dir,
             seed=config.seed,
             split=config.scenario_split,
+            split_seed=config.scenario_split_seed,
         )
         for task in config.tasks
     }

@@ -7,9 +7,11 @@ dialogues (one ``cogwm.schema.Dialogue`` per line), used the same way.
 
 Corpus cold starts come from one split (:class:`ScenarioSplit`, default ``test``): the corpus's
 official split where it has one (ESConv, INSPIRED's test), else the seeded split the training
-samples use (``cogwm samples build``'s default seed, :data:`SPLIT_SEED`; P4G). Validation and
-test cold starts are clean dialogues too (:mod:`cogwm.simulator.clean`), so a trained simulator
-never starts from a conversation it was trained on, nor from one that shares its long lines.
+samples use (P4G), seeded with the config's ``scenario_split_seed``: ``cogwm samples build``'s
+default, :data:`SPLIT_SEED`, unless the simulator's samples were built with another ``--seed``.
+Validation and test cold starts are clean dialogues too (:mod:`cogwm.simulator.clean`), so a
+trained simulator never starts from a conversation it was trained on, nor from one that shares
+its long lines.
 """
 
 from __future__ import annotations
@@ -84,9 +86,10 @@ def describe_scenarios(config: dict[str, Any]) -> str:
     words = _SPLIT_WORDS[ScenarioSplit(split)]
     if split in (ScenarioSplit.TEST, ScenarioSplit.VAL):
         words += ", clean dialogues only"
+    seed = config.get("scenario_split_seed", SPLIT_SEED)
     return (
         f"Cold starts: the task corpora's {words} (official splits where the corpus has them, "
-        f"else the samples' seeded split, seed {SPLIT_SEED})."
+        f"else the samples' seeded split, seed {seed})."
     )
 
 
@@ -229,16 +232,23 @@ def scenario_from_dialogue(dialogue: Dialogue, task: TaskSpec) -> Scenario | Non
 
 
 def corpus_scenarios(
-    task: TaskSpec, data_dir: Path, split: ScenarioSplit | str = ScenarioSplit.ALL
+    task: TaskSpec,
+    data_dir: Path,
+    split: ScenarioSplit | str = ScenarioSplit.ALL,
+    *,
+    split_seed: int = SPLIT_SEED,
 ) -> list[Scenario]:
-    """Every usable scenario from one split of the task's corpus, in corpus order.
+    """Every usable scenario from one split of the task's corpus, in corpus order
+    (``split_seed`` seeds the split of a corpus without an official one).
 
     Raises:
         InputError: The corpus files are missing or do not read; an unknown split.
     """
     from cogwm import corpora
 
-    dialogues = split_dialogues(task.corpus, corpora.load(task.corpus, data_dir), split)
+    dialogues = split_dialogues(
+        task.corpus, corpora.load(task.corpus, data_dir), split, split_seed=split_seed
+    )
     # The P4G release marks some dialogues as bad ('BAD_' ids); they make no cold start.
     usable = (d for d in dialogues if not (isinstance(d.meta, P4GMeta) and d.meta.marked_bad))
     found = (scenario_from_dialogue(d, task) for d in usable)
@@ -246,9 +256,15 @@ def corpus_scenarios(
 
 
 def split_dialogues(
-    corpus: str, dialogues: list[Dialogue], split: ScenarioSplit | str
+    corpus: str,
+    dialogues: list[Dialogue],
+    split: ScenarioSplit | str,
+    *,
+    split_seed: int = SPLIT_SEED,
 ) -> list[Dialogue]:
     """The dialogues of one split (see the module docstring); val and test keep clean ones.
+    ``split_seed`` seeds the split where the corpus has no official one (the simulator's
+    ``cogwm samples build --seed``).
 
     Raises:
         InputError: An unknown split.
@@ -263,11 +279,11 @@ def split_dialogues(
         raise InputError(f"unknown scenario split {split!r}; choose {known}") from None
     if wanted is ScenarioSplit.ALL:
         return dialogues
-    plan = plan_splits(corpus, dialogues, SPLIT_SEED)
+    plan = plan_splits(corpus, dialogues, split_seed)
     kept = [d for d in dialogues if plan.split_of(d.id) == wanted.value]
     if wanted is ScenarioSplit.TRAIN:
         return kept
-    return clean_dialogues(kept, train_of(corpus, dialogues, SPLIT_SEED)).kept
+    return clean_dialogues(kept, train_of(corpus, dialogues, split_seed)).kept
 
 
 def read_dialogues(path: Path) -> list[Dialogue]:
@@ -305,9 +321,11 @@ def select_scenarios(
     data_dir: Path | None,
     seed: int,
     split: ScenarioSplit | str = ScenarioSplit.TEST,
+    split_seed: int = SPLIT_SEED,
 ) -> list[Scenario]:
     """``count`` scenarios for ``task``: the first built-in ones, or a seeded sample of a corpus
-    (of its ``split``) or of a dialogue file (``source`` is then its path).
+    (of its ``split``, seeded with ``split_seed`` where the corpus has no official split) or of
+    a dialogue file (``source`` is then its path).
 
     Raises:
         ConfigError: Fewer scenarios exist than asked for, or a corpus run lacks a data dir.
@@ -325,7 +343,7 @@ def select_scenarios(
     if data_dir is None:
         raise ConfigError('data_dir: scenarios = "corpus" needs a data directory')
     try:
-        pool = corpus_scenarios(task, data_dir, split)
+        pool = corpus_scenarios(task, data_dir, split, split_seed=split_seed)
     except (OSError, InputError) as exc:
         raise ConfigError(f"data_dir: cannot read the {task.corpus} corpus: {exc}") from exc
     where = task.corpus if split == ScenarioSplit.ALL else f"{task.corpus}'s {split} split"

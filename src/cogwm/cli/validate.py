@@ -95,8 +95,24 @@ def validate(
         ),
     ] = "joint",
     split_seed: Annotated[
-        int, typer.Option("--split-seed", help="The seed the samples were split with.")
-    ] = 0,
+        int | None,
+        typer.Option(
+            "--split-seed",
+            help="The seed the samples were split with (default: the samples manifest's, else 0).",
+            show_default=False,
+        ),
+    ] = None,
+    samples_manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--samples-manifest",
+            help="The manifest of the samples the simulator was trained on: --heldout test then "
+            "follows its split (seed, and which known-groups hold-outs it kept out of train). "
+            "Default: DIR/manifest.json of --train-samples, else the shipped manifest of a "
+            "shipped world model (llamacpp:smollm2-wm), else the current split rule.",
+            show_default=False,
+        ),
+    ] = None,
     label: Annotated[
         str | None, typer.Option("--label", help="Column name in comparisons.", show_default=False)
     ] = None,
@@ -166,7 +182,7 @@ def validate(
         limit,
         seed,
         ablation,
-        Heldout(heldout, split_seed),
+        _heldout(heldout, split_seed, _manifest_of(model, samples_manifest, train_samples)),
         modes,
         pipeline,
         label,
@@ -175,6 +191,51 @@ def validate(
         train_samples,
     )
     _measure(model, data_dir, parts, options, out, as_json)
+
+
+def _manifest_of(address: str, manifest: Path | None, train_samples: Path | None) -> Path | None:
+    """The samples manifest the simulator was trained on: the one given, else the one in the
+    --train-samples folder, else the shipped one of a shipped world model; None if unknown."""
+    from cogwm.models.llamacpp import ADAPTER_ALIASES, adapter_alias_folder
+
+    if manifest is not None:
+        if not manifest.is_file():
+            raise InputError(f"--samples-manifest {manifest}: no such file")
+        return manifest
+    if train_samples is not None and (train_samples / BUILT_MANIFEST).is_file():
+        return train_samples / BUILT_MANIFEST
+    provider, _, name = address.partition(":")
+    alias = ADAPTER_ALIASES.get(name.lower()) if provider == "llamacpp" else None
+    if alias is not None:
+        shipped = adapter_alias_folder(alias) / SHIPPED_MANIFEST
+        return shipped if shipped.is_file() else None
+    return None
+
+
+#: The manifest ``cogwm samples build`` writes beside the samples.
+BUILT_MANIFEST = "manifest.json"
+#: The samples manifest shipped beside a world model's adapter.
+SHIPPED_MANIFEST = "samples_manifest.json"
+
+
+def _heldout(rule: str, split_seed: int | None, manifest: Path | None) -> Heldout:
+    """The held-out rule: the simulator's training split from its manifest where known, else
+    the current split rule seeded with --split-seed (default 0).
+
+    Raises:
+        InputError: --split-seed differs from the manifest's seed, or the manifest is bad.
+    """
+    from cogwm.simulator.validate.items import heldout_from_manifest
+
+    if manifest is None:
+        return Heldout(rule, 0 if split_seed is None else split_seed)
+    found = heldout_from_manifest(manifest, rule)
+    if split_seed is not None and split_seed != found.seed:
+        raise InputError(
+            f"--split-seed {split_seed} differs from the seed {found.seed} of the samples "
+            f"manifest {manifest}; leave --split-seed out"
+        )
+    return found
 
 
 class _Options(NamedTuple):

@@ -134,6 +134,7 @@ class AsyncArenaEnv:
             data_dir=None if config.data_dir is None else Path(config.data_dir),
             seed=config.seed,
             split=config.scenario_split,
+            split_seed=config.scenario_split_seed,
         )
         return cls(
             name,

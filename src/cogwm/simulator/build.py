@@ -66,6 +66,7 @@ from cogwm.simulator.samples import (
 )
 from cogwm.simulator.splits import (
     SPLIT_RULE,
+    SPLIT_RULE_VERSION,
     SplitPlan,
     base_id,
     corpus_holdout,
@@ -415,6 +416,7 @@ def _manifest(
         "seed": seed,
         "history_turns": history_turns,
         "split_rule": SPLIT_RULE,
+        "split_rule_version": SPLIT_RULE_VERSION,
         "clean_rule": CLEAN_RULE,
         "sources": [_describe_source(s, items) for s, items in zip(sources, loaded, strict=True)],
         "counts": {

@@ -29,13 +29,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from cogwm.schema import Dialogue, Role
-from cogwm.simulator.splits import SplitPlan, base_id, normalised_text, plan_splits
+from cogwm.simulator.splits import (
+    HOLDOUT_CORPORA,
+    SplitPlan,
+    base_id,
+    normalised_text,
+    training_plan,
+)
 
 #: Lines shorter than this (in words, after normalisation) are common phrases, not copies.
 MIN_WORDS = 8
@@ -111,10 +117,17 @@ def full_train(plan: SplitPlan) -> set[str]:
     return kept | {b for b, s in plan.dropped.items() if s == "train"}
 
 
-def train_of(corpus: str, dialogues: Sequence[Dialogue], seed: int) -> list[Dialogue]:
-    """The dialogues of the corpus's full train split (official, else seeded with ``seed``),
-    before twins are dropped."""
-    train = full_train(plan_splits(corpus, dialogues, seed))
+def train_of(
+    corpus: str,
+    dialogues: Sequence[Dialogue],
+    seed: int,
+    *,
+    forced: Collection[str] = HOLDOUT_CORPORA,
+) -> list[Dialogue]:
+    """The dialogues of the corpus's full train split (official, else seeded with ``seed``;
+    its known-groups hold-out moved to test when the corpus is in ``forced``, see
+    :func:`~cogwm.simulator.splits.training_plan`), before twins are dropped."""
+    train = full_train(training_plan(corpus, dialogues, seed, forced))
     return [d for d in dialogues if base_id(d.id) in train]
 
 
@@ -133,15 +146,17 @@ def corpus_dialogues(corpus: str, data_dir: Path) -> list[Dialogue]:
     return corpora.load(corpus, data_dir)
 
 
-def corpus_train_lines(corpus: str, data_dir: Path, seed: int) -> TrainIndex:
+def corpus_train_lines(
+    corpus: str, data_dir: Path, seed: int, *, forced: Collection[str] = HOLDOUT_CORPORA
+) -> TrainIndex:
     """The long lines of the corpus's full train split (:func:`train_of` of every dialogue in
-    its files), what its held-out dialogues must not share.
+    its files, split with ``seed`` and ``forced``), what its held-out dialogues must not share.
 
     Raises:
         InputError: Unknown corpus, or files that are missing or do not read.
     """
     dialogues = corpus_dialogues(corpus, data_dir)
-    return train_lines(train_of(corpus, dialogues, seed))
+    return train_lines(train_of(corpus, dialogues, seed, forced=forced))
 
 
 def unclean_ids(dialogues: Iterable[Dialogue], train: TrainIndex) -> set[str]:

@@ -39,7 +39,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
 
 from pydantic import Field
 
@@ -73,6 +74,11 @@ SPLIT_RULE = (
     "text (lower case, letters and digits only) occurs in a higher split (test > val > train) "
     "are dropped from the lower one"
 )
+
+
+#: The version of :data:`SPLIT_RULE`, stored in the manifest (``split_rule_version``) from 2 on:
+#: 1 forced no hold-out into test, 2 forces AnnoMI's and FailedESConv's.
+SPLIT_RULE_VERSION = 2
 
 
 def base_id(dialogue_id: str) -> str:
@@ -286,3 +292,32 @@ def _twins(
             if splits[base] != top:
                 dropped[base] = splits[base]
     return dropped, dict(twins)
+
+
+#: The corpora whose known-groups hold-out the current rule forces into test.
+HOLDOUT_CORPORA: frozenset[str] = frozenset({ANNOMI, FAILED_ESCONV})
+#: How a manifest's ``split_rule`` text names each hold-out (manifests before
+#: ``split_rule_version`` say only there whether a hold-out was forced).
+_HOLDOUT_WORDS = {
+    ANNOMI: "AnnoMI's quality hold-out",
+    FAILED_ESCONV: "FailedESConv's survey hold-out",
+}
+
+
+def forced_holdouts(manifest: Mapping[str, Any]) -> frozenset[str]:
+    """The corpora whose hold-out a samples manifest's split forced into test: every one of
+    :data:`HOLDOUT_CORPORA` from ``split_rule_version`` 2 on; before the version was written,
+    those its ``split_rule`` text names (none in the first rule)."""
+    version = manifest.get("split_rule_version")
+    if isinstance(version, int) and version >= 2:
+        return HOLDOUT_CORPORA
+    rule = str(manifest.get("split_rule") or "")
+    return frozenset(c for c, words in _HOLDOUT_WORDS.items() if words in rule)
+
+
+def training_plan(
+    corpus: str, dialogues: Iterable[Dialogue], seed: int, forced: Collection[str]
+) -> SplitPlan:
+    """:func:`plan_splits` as a simulator's samples were split: seeded with ``seed``, the
+    corpus's hold-out forced into test only when ``corpus`` is in ``forced``."""
+    return plan_splits(corpus, dialogues, seed, held_out=None if corpus in forced else [])

@@ -25,19 +25,26 @@ whole text does) is left out, and the card's split text and ``n_unclean`` say ho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from cogwm.errors import InputError
+from cogwm.schema import Dialogue
 from cogwm.schema.labels import P4GMeta
 from cogwm.schema.lexicon import valence
 from cogwm.schema.partial import LabelledDialogue, PartialState
 from cogwm.simulator.clean import clean_heldout, corpus_train_lines
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import TurnInput, shown_text, turn_inputs
-from cogwm.simulator.splits import base_id, plan_splits
+from cogwm.simulator.splits import (
+    HOLDOUT_CORPORA,
+    SplitPlan,
+    base_id,
+    forced_holdouts,
+    training_plan,
+)
 
 #: DailyDialog labels with a valence sign: +1 happiness, -1 the rest.
 DD_VALENCE: dict[str, int] = {"happiness": 1, "anger": -1, "sadness": -1, "fear": -1, "disgust": -1}
@@ -83,16 +90,57 @@ class Population:
 class Heldout:
     """Which dialogues of a corpus without an official split are items.
 
-    ``test``: the samples' seeded test split (``seed`` as given to ``cogwm samples build``), the
-    only fair choice for a trained simulator. ``all``: every dialogue, for simulators that were
-    trained on none of them (zero-shot models), with narrower intervals.
+    ``test``: the test split of the simulator's own samples, the only fair choice for a trained
+    simulator: seeded with ``seed`` (as given to ``cogwm samples build``), with the known-groups
+    hold-out of each corpus in ``forced`` moved to test (samples built before the hold-outs
+    existed forced none: :func:`heldout_from_manifest` reads which from their manifest).
+    ``all``: every dialogue, for simulators that were trained on none of them (zero-shot
+    models), with narrower intervals. ``source`` says where the split rule came from.
     """
 
     rule: str = "test"
     seed: int = 0
+    forced: frozenset[str] = HOLDOUT_CORPORA
+    source: str = "the current split rule"
+
+    def plan(self, corpus: str, dialogues: Iterable[Dialogue]) -> SplitPlan:
+        """The corpus's split as the simulator's samples were split."""
+        return training_plan(corpus, dialogues, self.seed, self.forced)
+
+    def split_words(self) -> str:
+        """The training split in words: seed, forced hold-outs, and where they came from."""
+        forced = ", ".join(sorted(self.forced)) or "none"
+        return f"split seed {self.seed}, hold-outs forced into test: {forced}; {self.source}"
+
+    def describe(self) -> str:
+        """The card's words for the rule."""
+        return f"{self.rule} ({self.split_words()})"
 
 
 HELDOUT_RULES = ("test", "all")
+
+
+def heldout_from_manifest(path: Path, rule: str = "test") -> Heldout:
+    """The held-out rule of a simulator trained on the samples of a manifest (its split seed,
+    and which hold-outs its split rule forced into test).
+
+    Raises:
+        InputError: The file is missing, does not read as JSON, or has no integer seed.
+    """
+    import json
+
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"samples manifest {path}: cannot read it ({exc})") from None
+    seed = manifest.get("seed") if isinstance(manifest, dict) else None
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise InputError(f"samples manifest {path}: no integer 'seed'")
+    forced = forced_holdouts(manifest)
+    version = manifest.get("split_rule_version", "none written")
+    return Heldout(
+        rule, seed, forced, f"the simulator's samples manifest {path} (split rule {version})"
+    )
 
 
 def held_out(
@@ -107,10 +155,10 @@ def held_out(
         raise InputError(f"unknown held-out rule {heldout.rule!r}; choose test or all")
     if heldout.rule == "all":
         return labelled, f"all {len(labelled)} dialogues (for simulators trained on none)"
-    plan = plan_splits(corpus, [ld.dialogue for ld in labelled], heldout.seed)
+    plan = heldout.plan(corpus, [ld.dialogue for ld in labelled])
     kept = [ld for ld in labelled if plan.split_of(ld.dialogue.id) == "test"]
     return kept, (
-        f"seeded test split of the samples (seed {heldout.seed}): {len(kept)} of "
+        f"seeded test split of the samples ({heldout.split_words()}): {len(kept)} of "
         f"{len(labelled)} dialogues"
     )
 
@@ -137,21 +185,25 @@ def clean_held_out(
     test, split = held_out(corpus, labelled, heldout)
     if heldout.rule == "all":
         return HeldoutDialogues(test, split, None)
-    kept, unclean = clean_test(corpus, test, data_dir, heldout.seed)
+    kept, unclean = clean_test(corpus, test, data_dir, heldout.seed, forced=heldout.forced)
     return HeldoutDialogues(
         kept, f"{split}, {len(kept)} of them clean ({unclean_words(unclean)})", unclean
     )
 
 
 def clean_test(
-    corpus: str, test: list[LabelledDialogue], data_dir: Path, seed: int
+    corpus: str,
+    test: list[LabelledDialogue],
+    data_dir: Path,
+    seed: int,
+    *,
+    forced: Collection[str] = HOLDOUT_CORPORA,
 ) -> tuple[list[LabelledDialogue], int]:
     """The clean dialogues of ``test`` (:mod:`cogwm.simulator.clean`) against the corpus's full
-    train split (official, else seeded with ``seed``), and how many base dialogues were left
-    out."""
-    cleaned = clean_heldout(
-        test, corpus_train_lines(corpus, data_dir, seed), lambda ld: ld.dialogue
-    )
+    train split (official, else seeded with ``seed``, the hold-outs of ``forced`` in test), and
+    how many base dialogues were left out."""
+    train = corpus_train_lines(corpus, data_dir, seed, forced=forced)
+    cleaned = clean_heldout(test, train, lambda ld: ld.dialogue)
     return cleaned.kept, cleaned.removed_from(corpus)
 
 

@@ -277,7 +277,7 @@ def build_card(
         model_identity=model.identity,
         ablation=ablation,
         pipeline=pipeline,
-        heldout=f"{heldout.rule} (split seed {heldout.seed})",
+        heldout=heldout.describe(),
         seed=seed,
         limit=limit,
         resamples=resamples,
