@@ -24,7 +24,12 @@ from cogwm.simulator.splits import (
     forced_holdouts,
     plan_splits,
 )
-from cogwm.simulator.validate.items import Heldout, annomi_population, heldout_from_manifest
+from cogwm.simulator.validate.items import (
+    Heldout,
+    annomi_population,
+    held_out,
+    heldout_from_manifest,
+)
 from helpers_validate import LOW_QUALITY, write_corpora
 
 #: The split rule text of samples built before the hold-outs existed (smollm2-wm's).
@@ -129,3 +134,23 @@ def test_samples_build_writes_the_split_rule_version(tmp_path: Path) -> None:
     written = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
     assert heldout_from_manifest(tmp_path / "out" / "manifest.json").forced == HOLDOUT_CORPORA
     assert written["split_rule_version"] == SPLIT_RULE_VERSION
+
+
+def test_a_corpus_outside_the_simulators_samples_is_held_out_whole(tmp_path: Path) -> None:
+    # Catches: the card scoring only the seeded test split of a corpus the simulator never saw
+    # (smollm2-wm's samples hold no FailedESConv, so its known-groups check may use all of it).
+    shipped = heldout_from_manifest(SHIPPED)
+    assert shipped.never_trained_on(FAILED_ESCONV)
+    assert not shipped.never_trained_on(ANNOMI)
+    assert not Heldout().never_trained_on(FAILED_ESCONV)  # no manifest: every corpus counts
+    root = write_corpora(tmp_path / "data", LOW_QUALITY)
+    sessions = list(labelled_dialogues("annomi", root))
+    elsewhere = heldout_from_manifest(
+        _manifest(tmp_path / "m.json", split_rule=FIRST_RULE, corpora={"esconv": 1})
+    )
+    kept, words = held_out("annomi", sessions, elsewhere)
+    assert kept == sessions and "samples hold none of annomi" in words
+    trained = heldout_from_manifest(
+        _manifest(tmp_path / "t.json", split_rule=FIRST_RULE, corpora={"annomi": 3})
+    )
+    assert len(held_out("annomi", sessions, trained)[0]) < len(sessions)

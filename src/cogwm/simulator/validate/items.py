@@ -96,12 +96,20 @@ class Heldout:
     existed forced none: :func:`heldout_from_manifest` reads which from their manifest).
     ``all``: every dialogue, for simulators that were trained on none of them (zero-shot
     models), with narrower intervals. ``source`` says where the split rule came from.
+    ``trained_on``: the corpora the simulator's samples were built from (its manifest says); a
+    corpus outside them is held out whole under either rule. None: every corpus counts as
+    trained on.
     """
 
     rule: str = "test"
     seed: int = 0
     forced: frozenset[str] = HOLDOUT_CORPORA
     source: str = "the current split rule"
+    trained_on: frozenset[str] | None = None
+
+    def never_trained_on(self, corpus: str) -> bool:
+        """Whether the simulator's samples held none of ``corpus``."""
+        return self.trained_on is not None and corpus not in self.trained_on
 
     def plan(self, corpus: str, dialogues: Iterable[Dialogue]) -> SplitPlan:
         """The corpus's split as the simulator's samples were split."""
@@ -138,8 +146,13 @@ def heldout_from_manifest(path: Path, rule: str = "test") -> Heldout:
         raise InputError(f"samples manifest {path}: no integer 'seed'")
     forced = forced_holdouts(manifest)
     version = manifest.get("split_rule_version", "none written")
+    corpora = manifest.get("corpora")
     return Heldout(
-        rule, seed, forced, f"the simulator's samples manifest {path} (split rule {version})"
+        rule,
+        seed,
+        forced,
+        f"the simulator's samples manifest {path} (split rule {version})",
+        trained_on=frozenset(corpora) if isinstance(corpora, dict) else None,
     )
 
 
@@ -155,6 +168,10 @@ def held_out(
         raise InputError(f"unknown held-out rule {heldout.rule!r}; choose test or all")
     if heldout.rule == "all":
         return labelled, f"all {len(labelled)} dialogues (for simulators trained on none)"
+    if heldout.never_trained_on(corpus):
+        return labelled, (
+            f"all {len(labelled)} dialogues (the simulator's samples hold none of {corpus})"
+        )
     plan = heldout.plan(corpus, [ld.dialogue for ld in labelled])
     kept = [ld for ld in labelled if plan.split_of(ld.dialogue.id) == "test"]
     return kept, (
@@ -183,7 +200,7 @@ def clean_held_out(
         InputError: An unknown rule.
     """
     test, split = held_out(corpus, labelled, heldout)
-    if heldout.rule == "all":
+    if heldout.rule == "all" or heldout.never_trained_on(corpus):
         return HeldoutDialogues(test, split, None)
     kept, unclean = clean_test(corpus, test, data_dir, heldout.seed, forced=heldout.forced)
     return HeldoutDialogues(
