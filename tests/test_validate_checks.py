@@ -32,7 +32,7 @@ from cogwm.simulator.validate.counterfactual import (
     ordering_score,
 )
 from cogwm.simulator.validate.groups import esconv_groups
-from cogwm.simulator.validate.items import Heldout
+from cogwm.simulator.validate.items import Heldout, esconv_populations
 from helpers_validate import LOW_QUALITY, write_corpora
 
 
@@ -472,6 +472,14 @@ def test_esconv_groups_keep_failed_dialogues_without_improvement(data_dir: Path)
         assert first.previous_state is not None
         assert first.previous_state == last.initial_state == last.previous_state
         assert dialogue.first.turn_index < dialogue.last.turn_index
+
+
+def test_the_esconv_part_and_the_known_groups_define_failed_alike(data_dir: Path) -> None:
+    _, end = esconv_populations(data_dir, ALL)
+    failed = {i.dialogue_id for i in end.items if i.gold == "failed"}
+    negatives = {d.id for d in esconv_groups(data_dir, ALL).dialogues if not d.positive}
+    assert len(failed) == 6  # the improved FailedESConv dialogue is in neither
+    assert failed == negatives
 
 
 def test_annomi_quality_holdout_is_stratified_and_seeded() -> None:

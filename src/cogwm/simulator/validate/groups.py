@@ -35,10 +35,10 @@ from cogwm.schema.labels import AnnoMIMeta
 from cogwm.schema.partial import LabelledDialogue
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import shown_text, turn_inputs
-from cogwm.simulator.splits import annomi_quality_holdout, base_id, survey_outcome
+from cogwm.simulator.splits import annomi_quality_holdout, base_id
 from cogwm.simulator.validate.card import Check, PartInfo
 from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
-from cogwm.simulator.validate.items import Heldout, Item, held_out
+from cogwm.simulator.validate.items import Heldout, Item, held_out, unimproved
 from cogwm.simulator.validate.parts import sample_items, valence_score
 from cogwm.simulator.validate.reader import Reading
 
@@ -116,11 +116,6 @@ def group_dialogue(labelled: LabelledDialogue, positive: bool) -> GroupDialogue 
     )
 
 
-def _no_improvement(labelled: LabelledDialogue) -> bool:
-    """FailedESConv's survey says the final intensity is not below the initial one."""
-    return survey_outcome(labelled.dialogue) == "not improved"
-
-
 def _dialogues(pairs: Iterable[tuple[LabelledDialogue, bool]]) -> list[GroupDialogue]:
     return [d for ld, positive in pairs if (d := group_dialogue(ld, positive)) is not None]
 
@@ -133,7 +128,7 @@ def esconv_groups(data_dir: Path, heldout: Heldout) -> GroupSet:
     failed, failed_split = held_out(
         "failed_esconv", list(labelled_dialogues("failed_esconv", data_dir)), heldout
     )
-    unimproved = [ld for ld in failed if _no_improvement(ld)]
+    unimproved = [ld for ld in failed if unimproved(ld)]
     dialogues = _dialogues([(ld, True) for ld in test] + [(ld, False) for ld in unimproved])
     return GroupSet(
         name="esconv_vs_failed",
