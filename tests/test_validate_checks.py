@@ -464,6 +464,23 @@ def test_limit_caps_histories_and_group_dialogues(fakes: None, data_dir: Path) -
     assert parts["known_groups.ESC"].n_calls == 8
 
 
+def test_checks_have_a_default_cap_without_limit(
+    fakes: None, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cogwm.simulator.validate import run
+
+    assert run.CHECK_DEFAULT_LIMITS == {"counterfactual": 120, "known_groups": None}
+    monkeypatch.setitem(run.CHECK_DEFAULT_LIMITS, "counterfactual", 2)
+    card = _card("checks-copy", data_dir, ["counterfactual", "known_groups"])
+    parts = {p.name: p for p in card.parts}
+    for task in ("ESC", "PD", "MI"):
+        assert parts[f"counterfactual.{task}"].n_items == 2
+        assert parts[f"counterfactual.{task}"].n_population > 2
+    assert parts["known_groups.ESC"].n_items == 12  # every dialogue
+    card = _card("checks-copy", data_dir, ["counterfactual"], limit=3)  # --limit wins
+    assert {p.n_items for p in card.parts} == {3}
+
+
 # --- known groups ------------------------------------------------------------------------------
 
 
