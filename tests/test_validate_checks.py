@@ -31,8 +31,14 @@ from cogwm.simulator.validate.counterfactual import (
     load_bank,
     ordering_score,
 )
-from cogwm.simulator.validate.groups import esconv_groups
-from cogwm.simulator.validate.items import Heldout
+from cogwm.simulator.validate.groups import (
+    RULE,
+    delta_check,
+    esconv_groups,
+    trivial_scores,
+)
+from cogwm.simulator.validate.items import Heldout, esconv_populations
+from cogwm.stats.bootstrap import Settings
 from helpers_validate import LOW_QUALITY, write_corpora
 
 
@@ -458,6 +464,23 @@ def test_limit_caps_histories_and_group_dialogues(fakes: None, data_dir: Path) -
     assert parts["known_groups.ESC"].n_calls == 8
 
 
+def test_checks_have_a_default_cap_without_limit(
+    fakes: None, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cogwm.simulator.validate import run
+
+    assert run.CHECK_DEFAULT_LIMITS == {"counterfactual": 120, "known_groups": None}
+    monkeypatch.setitem(run.CHECK_DEFAULT_LIMITS, "counterfactual", 2)
+    card = _card("checks-copy", data_dir, ["counterfactual", "known_groups"])
+    parts = {p.name: p for p in card.parts}
+    for task in ("ESC", "PD", "MI"):
+        assert parts[f"counterfactual.{task}"].n_items == 2
+        assert parts[f"counterfactual.{task}"].n_population > 2
+    assert parts["known_groups.ESC"].n_items == 12  # every dialogue
+    card = _card("checks-copy", data_dir, ["counterfactual"], limit=3)  # --limit wins
+    assert {p.n_items for p in card.parts} == {3}
+
+
 # --- known groups ------------------------------------------------------------------------------
 
 
@@ -472,6 +495,90 @@ def test_esconv_groups_keep_failed_dialogues_without_improvement(data_dir: Path)
         assert first.previous_state is not None
         assert first.previous_state == last.initial_state == last.previous_state
         assert dialogue.first.turn_index < dialogue.last.turn_index
+
+
+def test_the_esconv_part_and_the_known_groups_define_failed_alike(data_dir: Path) -> None:
+    _, end = esconv_populations(data_dir, ALL)
+    failed = {i.dialogue_id for i in end.items if i.gold == "failed"}
+    negatives = {d.id for d in esconv_groups(data_dir, ALL).dialogues if not d.positive}
+    assert len(failed) == 6  # the improved FailedESConv dialogue is in neither
+    assert failed == negatives
+
+
+_WARM = ("I am so glad you reached out, that is wonderful.",
+         "Thank you for sharing, I really appreciate your courage.",
+         "That sounds good, I am happy for you.")  # fmt: skip
+_PLAIN = ("What happened after that?", "Tell me about your week.", "When did this start?")
+
+
+def _tone_turns(k: int, warm: bool, better: bool) -> list[str]:
+    """Eight turns, the agent's warm or plain; the seeker's last line says whether they feel
+    better (what a simulator reading the seeker would see)."""
+    agent = [(_WARM if warm else _PLAIN)[(k + j) % 3] for j in range(4)]
+    seeker = [f"I have been struggling with my job for {k + 2} long weeks now.",
+              f"It started on day {k}.", "I do not know what to do.",
+              "I feel better now, thanks." if better else "I still feel the same."]  # fmt: skip
+    return [line for pair in zip(agent, seeker, strict=True) for line in pair]
+
+
+@pytest.fixture()
+def tone_dir(data_dir: Path) -> Path:
+    """Twelve ESConv test dialogues (ten with a warm agent) against twelve unimproved
+    FailedESConv ones (two with a warm agent): the agent's tone separates the groups well, the
+    seeker's last line perfectly. ESConv's train split holds the first test dialogue's text."""
+    splits = data_dir / "esconv" / "hf_splits"
+    test = [_esconv_row("anxiety", 4, 2, _tone_turns(k, k < 10, True)) for k in range(12)]
+    (splits / "test.json").write_text("\n".join(json.dumps(r) for r in test) + "\n")
+    (splits / "train.json").write_text(json.dumps(test[0]) + "\n")
+    failed = [_failed_record(3, 4, _tone_turns(20 + k, k >= 10, False)) for k in range(12)]
+    (data_dir / "esconv" / "FailedESConv.json").write_text(json.dumps(failed))
+    return data_dir
+
+
+def test_known_groups_leave_unclean_dialogues_out_and_say_so(tone_dir: Path) -> None:
+    groups = esconv_groups(tone_dir, ALL)
+    assert groups.n_unclean == 1
+    assert sum(d.positive for d in groups.dialogues) == 11  # the one train holds is left out
+    assert "esconv:test:0" not in {d.id for d in groups.dialogues}
+    assert "clean: 11 of 12 dialogues (1 left out" in groups.split
+    check = delta_check(
+        groups, "composite_delta_auroc", [0.0] * len(groups.dialogues),
+        trivial_scores(groups.dialogues), Settings(resamples=50, seed=0),
+    )  # fmt: skip
+    assert "n_unclean 1" in check.note
+
+
+def test_an_echo_of_the_agents_tone_fails_the_known_groups_gate(tone_dir: Path) -> None:
+    groups = esconv_groups(tone_dir, ALL)
+    trivial = trivial_scores(groups.dialogues)
+    settings = Settings(resamples=500, seed=0)
+    echo = delta_check(
+        groups, "composite_delta_auroc", trivial["vader_agent_turns"], trivial, settings
+    )
+    # The AUROC rule alone would pass it ...
+    assert echo.value is not None and echo.value >= 0.65
+    assert echo.ci_low is not None and echo.ci_low > 0.5
+    assert echo.baselines["vader_agent_turns"] == pytest.approx(echo.value)
+    # ... but it is no better than the rule it echoes.
+    assert echo.baselines["gate_vs_best"] == pytest.approx(0.0)
+    assert echo.passed is False
+    assert echo.rule == RULE and "vader_agent_turns" in echo.note
+
+
+def test_a_reader_of_the_seeker_beats_the_agents_tone_and_passes(tone_dir: Path) -> None:
+    groups = esconv_groups(tone_dir, ALL)
+    trivial = trivial_scores(groups.dialogues)
+    deltas: list[float | None] = [
+        1.0 if "better" in d.last.utterance else 0.0 for d in groups.dialogues
+    ]
+    check = delta_check(
+        groups, "composite_delta_auroc", deltas, trivial, Settings(resamples=500, seed=0)
+    )
+    assert check.value == pytest.approx(1.0)
+    gate, low = check.baselines["gate_vs_best"], check.baselines["gate_ci_low"]
+    assert gate is not None and gate > 0
+    assert low is not None and low > 0
+    assert check.passed is True
 
 
 def test_annomi_quality_holdout_is_stratified_and_seeded() -> None:

@@ -40,7 +40,8 @@ def test_annomi_p4g_esconv_counts(real_data_dir: Path) -> None:
     assert Counter(i.gold for i in final.items) == {"none": 152, "donated": 148}
     start, end = esconv_populations(real_data_dir, Heldout("all"))
     assert len(start.items) == 195
-    assert Counter(i.gold for i in end.items) == {"improved": 195, "failed": 192}
+    # Failed: FailedESConv dialogues whose survey shows no improvement (the known groups' rule).
+    assert Counter(i.gold for i in end.items) == {"improved": 195, "failed": 109}
 
 
 def test_judge_sets_on_the_real_corpora(real_data_dir: Path) -> None:

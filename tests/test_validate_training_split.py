@@ -154,3 +154,18 @@ def test_a_corpus_outside_the_simulators_samples_is_held_out_whole(tmp_path: Pat
         _manifest(tmp_path / "t.json", split_rule=FIRST_RULE, corpora={"annomi": 3})
     )
     assert len(held_out("annomi", sessions, trained)[0]) < len(sessions)
+
+
+def test_the_smollm2_wm_known_groups_hold_no_annomi_session_it_trained_on(
+    real_data_dir: Path,
+) -> None:
+    # Catches: the MI known-groups check taking the quality hold-out whole, 22 of whose 24
+    # sessions were in the shipped model's train split.
+    from cogwm.simulator.validate.groups import annomi_groups
+
+    heldout = heldout_from_manifest(SHIPPED)
+    sessions = [ld.dialogue for ld in labelled_dialogues("annomi", real_data_dir)]
+    old = plan_splits("annomi", sessions, heldout.seed, held_out=[])
+    shipped = annomi_groups(real_data_dir, heldout).dialogues
+    assert all(old.split_of(base_id(d.id)) == "test" for d in shipped)
+    assert len(annomi_groups(real_data_dir, Heldout()).dialogues) > len(shipped)

@@ -47,7 +47,8 @@ def validate(
             "--limit",
             min=1,
             help="Items sampled per item set (seeded); for the checks, histories per task "
-            "(counterfactual) and dialogues per group (known_groups); default all.",
+            "(counterfactual) and dialogues per group (known_groups); default all items, 120 "
+            "histories per task for counterfactual and every known_groups dialogue.",
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of sampling, decoding, bootstrap.")] = 0,

@@ -15,9 +15,16 @@ in valence x intensity) should separate:
   :func:`cogwm.simulator.splits.annomi_quality_holdout`. Reported, not gating: MI quality is
   the counsellor's, and how much a client's state moves within one session is a weak echo of it.
 
+Both comparisons score clean held-out dialogues only, as the card's parts do
+(:func:`cogwm.simulator.validate.items.clean_test`): a dialogue with a user line of 8+ words
+that also occurs in its corpus's train split is left out, and the note says how many were.
+
 The figure is the AUROC of ``Δs_t`` (the first group positive) with a bootstrap interval over
 dialogues. Beside it: the AUROC of the mean VADER compound of the agent's turns, and of the
-dialogue's length in turns, which need no simulator at all. A copy machine scores 0.5.
+dialogue's length in turns, which need no simulator at all. A simulator that only echoes one of
+them models nobody, so the gating comparison also needs the simulator's AUROC above the better
+of the two (read in whichever direction separates the groups) on the same dialogues: a paired
+bootstrap over dialogues of the difference, its lower bound above 0. A copy machine scores 0.5.
 """
 
 from __future__ import annotations
@@ -29,25 +36,40 @@ from pathlib import Path
 import numpy as np
 
 from cogwm import tasks
+from cogwm.metrics.sentiment import vader_compound
 from cogwm.metrics.trajectory import composite
 from cogwm.schema import CognitiveState, Role
 from cogwm.schema.labels import AnnoMIMeta
 from cogwm.schema.partial import LabelledDialogue
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import shown_text, turn_inputs
-from cogwm.simulator.splits import annomi_quality_holdout, base_id, survey_outcome
+from cogwm.simulator.splits import annomi_quality_holdout, base_id
 from cogwm.simulator.validate.card import Check, PartInfo
 from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
-from cogwm.simulator.validate.items import Heldout, Item, held_out
+from cogwm.simulator.validate.items import (
+    Heldout,
+    Item,
+    clean_held_out,
+    clean_test,
+    held_out,
+    unclean_words,
+    unimproved,
+)
 from cogwm.simulator.validate.parts import sample_items, valence_score
 from cogwm.simulator.validate.reader import Reading
+from cogwm.stats.bootstrap import PairedDifference, auroc_or_none, paired_difference
 
 #: The card part that runs this check.
 KNOWN_GROUPS = "known_groups"
 #: Pass rule of the gating comparison.
 PASS_AUROC = 0.65
 PASS_LOWER_BOUND = 0.5
-RULE = f"AUROC >= {PASS_AUROC:.2f} with the 95 % CI's lower bound above {PASS_LOWER_BOUND}"
+RULE = (
+    f"AUROC >= {PASS_AUROC:.2f} with the 95 % CI's lower bound above {PASS_LOWER_BOUND}, and "
+    "above the better trivial rule (agent turns' mean VADER compound or length in turns, read in "
+    "the direction that separates the groups) on the same dialogues: paired dialogue bootstrap "
+    "of the difference with its lower bound above 0"
+)
 #: A copy machine's change is 0 for every dialogue: every pair ties.
 COPY_MACHINE = 0.5
 
@@ -77,6 +99,8 @@ class GroupSet:
     gating: bool
     dialogues: list[GroupDialogue]
     n_population: int
+    n_unclean: int | None = None
+    """Held-out dialogues the clean rule left out (None: the rule did not apply)."""
 
 
 def group_dialogue(labelled: LabelledDialogue, positive: bool) -> GroupDialogue | None:
@@ -116,11 +140,6 @@ def group_dialogue(labelled: LabelledDialogue, positive: bool) -> GroupDialogue 
     )
 
 
-def _no_improvement(labelled: LabelledDialogue) -> bool:
-    """FailedESConv's survey says the final intensity is not below the initial one."""
-    return survey_outcome(labelled.dialogue) == "not improved"
-
-
 def _dialogues(pairs: Iterable[tuple[LabelledDialogue, bool]]) -> list[GroupDialogue]:
     return [d for ld, positive in pairs if (d := group_dialogue(ld, positive)) is not None]
 
@@ -129,23 +148,26 @@ def esconv_groups(data_dir: Path, heldout: Heldout) -> GroupSet:
     """ESConv's official test dialogues against FailedESConv's without improvement."""
     from cogwm.annotate.human import labelled_dialogues
 
-    test = list(labelled_dialogues("esconv", data_dir, split="test"))
-    failed, failed_split = held_out(
-        "failed_esconv", list(labelled_dialogues("failed_esconv", data_dir)), heldout
+    every_test = list(labelled_dialogues("esconv", data_dir, split="test"))
+    test, unclean = clean_test("esconv", every_test, data_dir, heldout.seed)
+    failed, failed_split, failed_unclean = clean_held_out(
+        "failed_esconv", list(labelled_dialogues("failed_esconv", data_dir)), heldout, data_dir
     )
-    unimproved = [ld for ld in failed if _no_improvement(ld)]
-    dialogues = _dialogues([(ld, True) for ld in test] + [(ld, False) for ld in unimproved])
+    negatives = [ld for ld in failed if unimproved(ld)]
+    dialogues = _dialogues([(ld, True) for ld in test] + [(ld, False) for ld in negatives])
     return GroupSet(
         name="esconv_vs_failed",
         task="ESC",
         corpus="esconv, failed_esconv",
-        split=f"ESConv official test ({len(test)} dialogues) and FailedESConv ({failed_split}), "
-        f"of which {len(unimproved)} report no improvement",
+        split=f"ESConv official test, clean: {len(test)} of {len(every_test)} dialogues "
+        f"({unclean_words(unclean)}), and FailedESConv ({failed_split}), of which "
+        f"{len(negatives)} report no improvement",
         positive="ESConv (intensity dropped)",
         negative="FailedESConv without improvement",
         gating=True,
         dialogues=dialogues,
         n_population=len(dialogues),
+        n_unclean=unclean + (failed_unclean or 0),
     )
 
 
@@ -155,7 +177,17 @@ def annomi_groups(data_dir: Path, heldout: Heldout) -> GroupSet:
 
     labelled = list(labelled_dialogues("annomi", data_dir))
     kept = annomi_quality_holdout((ld.dialogue for ld in labelled), heldout.seed)
-    chosen = [ld for ld in labelled if base_id(ld.dialogue.id) in kept]
+    # Only sessions the simulator's own split kept out of training: samples built before the
+    # hold-out existed trained on most of it.
+    untrained, _ = held_out("annomi", labelled, heldout)
+    held = [ld for ld in untrained if base_id(ld.dialogue.id) in kept]
+    # Under ``all`` (or for a simulator that saw no AnnoMI) no train split exists to be clean of.
+    chosen, unclean = (
+        (held, None)
+        if heldout.rule == "all" or heldout.never_trained_on("annomi")
+        else clean_test("annomi", held, data_dir, heldout.seed, forced=heldout.forced)
+    )
+    clean = "" if unclean is None else f", {len(chosen)} of them clean ({unclean_words(unclean)})"
     dialogues = _dialogues(
         (ld, isinstance(ld.dialogue.meta, AnnoMIMeta) and ld.dialogue.meta.mi_quality == "high")
         for ld in chosen
@@ -165,12 +197,13 @@ def annomi_groups(data_dir: Path, heldout: Heldout) -> GroupSet:
         task="MI",
         corpus="annomi",
         split=f"the quality hold-out (seed {heldout.seed}): half of the low-quality sessions "
-        f"and as many high-quality ones, {len(chosen)} of {len(labelled)}",
+        f"and as many high-quality ones, {len(held)} of {len(labelled)}{clean}",
         positive="high MI quality",
         negative="low MI quality",
         gating=False,
         dialogues=dialogues,
         n_population=len(dialogues),
+        n_unclean=unclean,
     )
 
 
@@ -205,23 +238,25 @@ def auroc_interval(
 ) -> tuple[float | None, float | None, float | None]:
     """AUROC of ``scores`` for the positive items (unscored ones left out), with a bootstrap
     interval over ``groups``; ``(None, None, None)`` when one class is missing."""
-    from sklearn.metrics import roc_auc_score
-
     kept = [i for i, s in enumerate(scores) if s is not None]
     y = np.asarray([positive[i] for i in kept], dtype=bool)
     s = np.asarray([scores[i] for i in kept], dtype=np.float64)
 
     def statistic(idx: IntArray) -> float | None:
-        labels = y[idx]
-        if labels.all() or not labels.any():
-            return None
-        return float(roc_auc_score(labels, s[idx]))
+        return auroc_or_none(y[idx], s[idx])
 
     value = statistic(np.arange(len(kept), dtype=np.intp))
     if value is None:
         return None, None, None
     low, high = cluster_bootstrap(statistic, [groups[i] for i in kept], settings)
     return value, low, high
+
+
+def auroc_value(positive: Sequence[bool], scores: Sequence[float | None]) -> float | None:
+    """AUROC of ``scores`` for the positive items (unscored ones left out), without an
+    interval; None when one class is missing."""
+    kept = [(positive[i], s) for i, s in enumerate(scores) if s is not None]
+    return auroc_or_none([p for p, _ in kept], [s for _, s in kept])
 
 
 def _delta(
@@ -240,79 +275,171 @@ def _delta(
 
 def vader_agent_scores(dialogues: Sequence[GroupDialogue]) -> list[float | None]:
     """Each dialogue's mean VADER compound over the agent's turns; None without any."""
-    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-
-    analyzer = SentimentIntensityAnalyzer()
     return [
-        float(np.mean([analyzer.polarity_scores(t)["compound"] for t in d.agent_turns]))
-        if d.agent_turns
-        else None
+        float(np.mean([vader_compound(t) for t in d.agent_turns])) if d.agent_turns else None
         for d in dialogues
     ]
+
+
+def trivial_scores(dialogues: Sequence[GroupDialogue]) -> dict[str, list[float | None]]:
+    """The model-free rules' score per dialogue: the agent turns' mean VADER compound, the
+    length in turns."""
+    return {
+        "vader_agent_turns": vader_agent_scores(dialogues),
+        "dialogue_length": [float(d.n_turns) for d in dialogues],
+    }
+
+
+@dataclass(frozen=True)
+class GroupGate:
+    """The simulator's AUROC against the better trivial rule on the same dialogues.
+
+    ``baseline`` names the rule (None: no rule is defined there), ``flipped`` says it was read
+    the other way round (a low score for the first group), ``result`` is the paired bootstrap
+    of (simulator AUROC - rule AUROC).
+    """
+
+    baseline: str | None
+    flipped: bool
+    result: PairedDifference
+
+
+def gate_vs_best(
+    positive: Sequence[bool],
+    deltas: Sequence[float | None],
+    trivial: Mapping[str, Sequence[float | None]],
+    groups: Sequence[str],
+    settings: Settings,
+) -> GroupGate:
+    """Paired dialogue bootstrap of the simulator's AUROC minus the better trivial rule's, on
+    the dialogues where the simulator and every rule have a score.
+
+    The better rule is the one that separates the groups more on these dialogues, in either
+    direction (a rule's sign is a free choice, so a rule below 0.5 is read flipped).
+    """
+    kept = [
+        i
+        for i, d in enumerate(deltas)
+        if d is not None and all(s[i] is not None for s in trivial.values())
+    ]
+    y = np.asarray([positive[i] for i in kept], dtype=bool)
+    sim = np.asarray([deltas[i] for i in kept], dtype=np.float64)
+    rules = {n: np.asarray([s[i] for i in kept], dtype=np.float64) for n, s in trivial.items()}
+    values = {n: a for n, x in rules.items() if (a := auroc_or_none(y, x)) is not None}
+    kept_groups = [groups[i] for i in kept]
+    if not values:
+        empty = PairedDifference(None, None, None, len(kept), len(set(kept_groups)))
+        return GroupGate(None, False, empty)
+    best = max(values, key=lambda n: max(values[n], 1 - values[n]))
+    flipped = values[best] < 0.5
+    base = -rules[best] if flipped else rules[best]
+    result = paired_difference(
+        lambda idx: auroc_or_none(y[idx], sim[idx]),
+        lambda idx: auroc_or_none(y[idx], base[idx]),
+        kept_groups,
+        settings,
+    )
+    return GroupGate(best, flipped, result)
 
 
 def known_groups_checks(
     group_set: GroupSet, readings: Mapping[str, Reading], settings: Settings
 ) -> list[Check]:
     """The comparison's checks: AUROC of Δs_t in Comp_t (and valence for ESC)."""
-    dialogues = group_set.dialogues
-    positive = [d.positive for d in dialogues]
-    ids = [d.id for d in dialogues]
-    baselines = {
-        "vader_agent_turns": auroc_interval(positive, vader_agent_scores(dialogues), ids, settings)[
-            0
-        ],
-        "dialogue_length": auroc_interval(
-            positive, [float(d.n_turns) for d in dialogues], ids, settings
-        )[0],
-    }
     metrics = ["composite_delta_auroc"]
     if group_set.task == "ESC":
         metrics.append("valence_delta_auroc")
+    trivial = trivial_scores(group_set.dialogues)
     checks = []
     for metric in metrics:
         deltas = [
             _delta(metric, readings[d.first.id].state, readings[d.last.id].state, group_set.task)
-            for d in dialogues
+            for d in group_set.dialogues
         ]
-        value, low, high = auroc_interval(positive, deltas, ids, settings)
-        checks.append(
-            Check(
-                name=KNOWN_GROUPS,
-                task=group_set.task,
-                metric=metric,
-                value=value,
-                ci_low=low,
-                ci_high=high,
-                n=sum(d is not None for d in deltas),
-                n_failed=sum(d is None for d in deltas),
-                copy_machine=COPY_MACHINE,
-                baselines=dict(baselines),
-                passed=_passed(value, low) if group_set.gating else None,
-                rule=RULE if group_set.gating else "not gating (reported only)",
-                note=_note(group_set, metric, deltas),
-            )
-        )
+        checks.append(delta_check(group_set, metric, deltas, trivial, settings))
     return checks
 
 
-def _passed(value: float | None, low: float | None) -> bool | None:
+def delta_check(
+    group_set: GroupSet,
+    metric: str,
+    deltas: Sequence[float | None],
+    trivial: Mapping[str, Sequence[float | None]],
+    settings: Settings,
+) -> Check:
+    """The check of one reading of the change: the AUROC of ``deltas`` (one per dialogue, None
+    where a call failed), the trivial rules' AUROC beside it, and the gate against the better."""
+    dialogues = group_set.dialogues
+    positive = [d.positive for d in dialogues]
+    ids = [d.id for d in dialogues]
+    baselines = {name: auroc_value(positive, scores) for name, scores in trivial.items()}
+    value, low, high = auroc_interval(positive, deltas, ids, settings)
+    gate = gate_vs_best(positive, deltas, trivial, ids, settings)
+    baselines.update(
+        gate_vs_best=gate.result.difference,
+        gate_ci_low=gate.result.ci_low,
+        gate_ci_high=gate.result.ci_high,
+    )
+    return Check(
+        name=KNOWN_GROUPS,
+        task=group_set.task,
+        metric=metric,
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        n=sum(d is not None for d in deltas),
+        n_failed=sum(d is None for d in deltas),
+        copy_machine=COPY_MACHINE,
+        baselines=baselines,
+        passed=_passed(value, low, gate) if group_set.gating else None,
+        rule=RULE if group_set.gating else "not gating (reported only)",
+        note=_note(group_set, metric, deltas, gate),
+    )
+
+
+def _passed(value: float | None, low: float | None, gate: GroupGate) -> bool | None:
+    """The AUROC rule and the gate; None where either cannot be decided (unless the AUROC
+    rule already fails)."""
     if value is None or low is None:
         return None
-    return value >= PASS_AUROC and low > PASS_LOWER_BOUND
+    if not (value >= PASS_AUROC and low > PASS_LOWER_BOUND):
+        return False
+    if gate.result.ci_low is None:
+        return None
+    return gate.result.ci_low > 0
 
 
-def _note(group_set: GroupSet, metric: str, deltas: Sequence[float | None]) -> str:
+def _gate_words(gate: GroupGate) -> str:
+    if gate.baseline is None:
+        return "gate: no trivial rule defined on these dialogues"
+    result = gate.result
+    way = ", read flipped" if gate.flipped else ""
+    if result.difference is None or result.ci_low is None or result.ci_high is None:
+        return f"gate against {gate.baseline}{way}: undefined on {result.n} dialogues"
+    return (
+        f"gate against the better trivial rule, {gate.baseline}{way}: AUROC difference "
+        f"{result.difference:+.3f} [{result.ci_low:+.3f}, {result.ci_high:+.3f}] over "
+        f"{result.n} dialogues (paired bootstrap)"
+    )
+
+
+def _note(group_set: GroupSet, metric: str, deltas: Sequence[float | None], gate: GroupGate) -> str:
     scored = [d for d, x in zip(group_set.dialogues, deltas, strict=True) if x is not None]
     n_pos = sum(d.positive for d in scored)
     reading = "valence x intensity" if metric == "valence_delta_auroc" else "Comp_t"
     gating = "" if group_set.gating else "not gating; "
+    unclean = (
+        "clean rule not applied"
+        if group_set.n_unclean is None
+        else f"n_unclean {group_set.n_unclean} (held-out dialogues the clean rule left out)"
+    )
     return (
-        f"{gating}{group_set.split}; positive: {group_set.positive} ({n_pos}), negative: "
-        f"{group_set.negative} ({len(scored) - n_pos}); score: predicted {reading} at the last "
-        "user turn minus at the first, each from the real history and the human-known initial "
-        "state; dialogues with a failed call left out; baselines: AUROC of the agent turns' mean "
-        "VADER compound and of the length in turns; a copy machine's change is 0 (AUROC 0.5)"
+        f"{gating}{group_set.split}; {unclean}; positive: {group_set.positive} ({n_pos}), "
+        f"negative: {group_set.negative} ({len(scored) - n_pos}); score: predicted {reading} at "
+        "the last user turn minus at the first, each from the real history and the human-known "
+        "initial state; dialogues with a failed call left out; baselines: AUROC of the agent "
+        f"turns' mean VADER compound and of the length in turns; {_gate_words(gate)}; a copy "
+        "machine's change is 0 (AUROC 0.5)"
     )
 
 
@@ -331,6 +458,7 @@ def part_info(group_set: GroupSet, readings: Mapping[str, Reading]) -> PartInfo:
         n_dialogues=len(group_set.dialogues),
         n_calls=len(calls),
         n_failed=sum(r.state is None for r in calls),
+        n_unclean=group_set.n_unclean,
     )
 
 

@@ -17,7 +17,8 @@ whole text does) is left out, and the card's split text and ``n_unclean`` say ho
   (annotator ties left out by the mapping).
 - **ESConv**, the official test split, and FailedESConv (see :class:`Heldout`): the seeker's
   state early in the chat (third seeker turn, no state shown, gold: the pre-chat emotion type and
-  intensity) and at the last seeker turn (gold: the final intensity; improved or failed).
+  intensity) and at the last seeker turn (gold: the final intensity; improved for ESConv, failed
+  for FailedESConv dialogues whose survey shows no improvement, :func:`unimproved`).
 - **PersuasionForGood**, the 300 act-annotated dialogues (see :class:`Heldout`): persuadee turns
   that commit (agree, provide an amount, confirm) or refuse (disagree), and each dialogue's last
   persuadee turn with the actual donation (B6 > 0).
@@ -43,6 +44,7 @@ from cogwm.simulator.splits import (
     SplitPlan,
     base_id,
     forced_holdouts,
+    survey_outcome,
     training_plan,
 )
 
@@ -371,9 +373,9 @@ ESCONV_START_TURN = 3
 def esconv_populations(data_dir: Path, heldout: Heldout) -> tuple[Population, Population]:
     """The ESConv part's item sets: ``start`` (ESConv test dialogues, the third seeker turn with
     no state shown, gold: the pre-chat emotion type, ``facts["initial"]``: its intensity) and
-    ``end`` (the last seeker turn of ESConv test and FailedESConv dialogues, gold ``improved`` or
-    ``failed``, ``facts``: the initial emotion's valence x intensity and the final intensity where
-    the survey has it)."""
+    ``end`` (the last seeker turn of ESConv test dialogues, gold ``improved``, and of FailedESConv
+    dialogues without improvement (:func:`unimproved`), gold ``failed``; ``facts``: the initial
+    emotion's valence x intensity and the final intensity where the survey has it)."""
     from cogwm.annotate.human import labelled_dialogues
 
     every_test = list(labelled_dialogues("esconv", data_dir, split="test"))
@@ -397,7 +399,7 @@ def esconv_populations(data_dir: Path, heldout: Heldout) -> tuple[Population, Po
         corpus="esconv",
         split=f"{official} and FailedESConv: {failed_split}",
         selection="the last seeker turn of dialogues with at least two; improved: ESConv, "
-        "failed: FailedESConv",
+        "failed: FailedESConv whose survey shows no improvement (improved or unknown left out)",
         items=[item for ld in test for item in _esconv_end(ld, "improved")]
         + [item for ld in failed for item in _esconv_end(ld, "failed")],
         n_unclean=unclean + (failed_unclean or 0),
@@ -430,9 +432,15 @@ def _esconv_start(labelled: LabelledDialogue) -> Iterable[Item]:
     )
 
 
+def unimproved(labelled: LabelledDialogue) -> bool:
+    """The seeker's survey says the final intensity is not below the initial one: the one
+    definition of a failed FailedESConv dialogue (improved or unknown ones are in no group)."""
+    return survey_outcome(labelled.dialogue) == "not improved"
+
+
 def _esconv_end(labelled: LabelledDialogue, group: str) -> Iterable[Item]:
     inputs = _user_turns(labelled)
-    if len(inputs) < 2:
+    if len(inputs) < 2 or (group == "failed" and not unimproved(labelled)):
         return
     first = inputs[0][2].emotion.value
     if first is None:

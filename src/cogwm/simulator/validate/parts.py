@@ -513,7 +513,8 @@ ESCONV_RULES: tuple[StateRule, ...] = (
         shown=_shown_delta,
         changed=_delta_changed,
         note="score: predicted valence x intensity at the last seeker turn minus the "
-        "self-reported one before the chat; ESConv (improved) positive, FailedESConv negative",
+        "self-reported one before the chat; ESConv (improved) positive, FailedESConv without "
+        "improvement negative",
     ),
 )
 _score_esconv = _scorer(ESCONV_RULES)

@@ -91,6 +91,12 @@ CHECKS: dict[str, Callable[[Path, Heldout, int | None, int], _CheckPlan]] = {
     counterfactual.COUNTERFACTUAL: counterfactual.plan,
     groups.KNOWN_GROUPS: groups.plan,
 }
+#: Each check's cap when ``--limit`` is not given: 120 histories per task for the counterfactual
+#: check (4 calls each; the pass rule needs at least 60), every dialogue for the known groups.
+CHECK_DEFAULT_LIMITS: dict[str, int | None] = {
+    counterfactual.COUNTERFACTUAL: 120,
+    groups.KNOWN_GROUPS: None,
+}
 #: The parts measured when none are named.
 DEFAULT_PARTS: tuple[str, ...] = (*PARTS, JUDGES, *CHECKS)
 
@@ -206,7 +212,9 @@ def build_card(
         parts: Parts to measure (names of :data:`PARTS`; names of :data:`NOT_YET` are recorded
             as left out with the reason).
         limit: Items sampled per item set with ``seed`` (None: the full sets); for the checks,
-            histories per task (counterfactual) and dialogues per group (known groups).
+            histories per task (counterfactual) and dialogues per group (known groups); None
+            gives the checks :data:`CHECK_DEFAULT_LIMITS` (120 histories per task, every
+            dialogue).
         seed: Seed of the sampling, of the model's decoding and of the bootstrap.
         resamples: Bootstrap resamples per interval.
         ablation: Input switch (:data:`~cogwm.simulator.validate.reader.ABLATIONS`).
@@ -244,7 +252,11 @@ def build_card(
         trivial = _fit_trivial(spec, data_dir, heldout)
         runs.extend(_Run(spec, mode, populations, sets, trivial) for mode in modes)
     judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in names else {}
-    plans = [CHECKS[n](data_dir, heldout, limit, seed) for n in names if n in CHECKS]
+    plans = [
+        CHECKS[n](data_dir, heldout, CHECK_DEFAULT_LIMITS[n] if limit is None else limit, seed)
+        for n in names
+        if n in CHECKS
+    ]
     settings = Settings(resamples=resamples, seed=seed)
     calls = sum(len(union(run.sets)) for run in runs) + sum(len(d) for _, d in judged.values())
     calls += sum(len(p.calls) for p in plans)
