@@ -408,3 +408,26 @@ def test_copying_the_shown_state_on_real_dailydialog(real_data_dir: Path) -> Non
     value = carry(change)
     assert value is not None and value < 0.5
     assert rule.best["all"] != "carry_forward"
+
+
+def test_an_error_figure_passes_the_gate_when_the_upper_bound_is_below_zero() -> None:
+    from cogwm.simulator.validate.baselines import _gate
+
+    mae = _rule(ESCONV_RULES, "initial_intensity_mae")
+    assert not mae.higher_is_better
+    items = [
+        Item(f"esconv:{k}", f"d{k}", 1, WorldModelInput(task=task_for_corpus("esconv").name),
+             "text", "anxiety", {"initial": float(1 + k % 5)})
+        for k in range(30)
+    ]  # fmt: skip
+    gold = [mae.gold(i) for i in items]
+    off_by_two = [float(g) + 2.0 for g in gold]
+    settings = Settings(resamples=200, seed=0)
+    # The simulator is exact and the rule is off by 2: simulator - rule is -2, lower is better.
+    better = _gate(mae, "carry_forward", gold, gold, off_by_two, items, settings)
+    assert better.difference == pytest.approx(-2.0)
+    assert better.ci_high is not None and better.ci_high < 0
+    assert better.passed is True
+    worse = _gate(mae, "carry_forward", gold, off_by_two, gold, items, settings)
+    assert worse.ci_low is not None and worse.ci_low > 0
+    assert worse.passed is False
