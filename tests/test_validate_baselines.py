@@ -51,6 +51,7 @@ from cogwm.simulator.validate.parts import (
     ESCONV_RULES,
     P4G_RULES,
     PARTS,
+    split_dialogues,
 )
 from cogwm.stats.bootstrap import IntArray, Settings, cluster_bootstrap, paired_difference
 from helpers_validate import _dd_dialogue
@@ -500,3 +501,24 @@ def test_rules_with_the_same_items_and_gold_share_their_classifiers(data_dir: Pa
     # Another mode reads other texts: its own models.
     assert fitted[("emotion_accuracy", "predict")].text_model is not accuracy.text_model
 
+
+def test_validation_dialogues_that_repeat_a_train_line_are_not_validation_items(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "data" / "dailydialog" / "convlab3_unified" / "data"
+    root.mkdir(parents=True)
+    recalled = "My brother bought a red bicycle at the market last Sunday morning"
+    dialogues = [
+        _dd_dialogue("train", 0, [(recalled, "happiness"), ("Nice, how much?", "no emotion")]),
+        _dd_dialogue("validation", 0, [("Hello there.", "no emotion"), (recalled, "happiness")]),
+        _dd_dialogue("validation", 1, [("I am so sad today.", "sadness"), ("Why?", "no emotion")]),
+        _dd_dialogue("test", 0, [("What a day.", "happiness"), ("Indeed.", "no emotion")]),
+    ]
+    (root / "dialogues.json").write_text(json.dumps(dialogues), encoding="utf-8")
+    data = tmp_path / "data"
+    split = split_dialogues("dailydialog", data, 0)
+    assert {ld.dialogue.id.split("#")[0] for ld in split["val"]} == {"dailydialog:validation:1"}
+    assert split["train"]
+    sets = PARTS["dailydialog"].fit_sets(data, Heldout())  # type: ignore[misc]
+    val_dialogues = {i.dialogue_id for i in sets["val"]["valence"]}
+    assert val_dialogues and all("validation:0" not in d for d in val_dialogues)
