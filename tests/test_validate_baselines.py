@@ -14,6 +14,7 @@ import json
 import random
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,27 @@ from cogwm.schema.lexicon import valence
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import task_for_corpus
 from cogwm.simulator.validate import Card, build_card, compare, text_rows, to_csv
-from cogwm.simulator.validate.baselines import RULES, FittedRule, StateRule, fit_rules, rule_value
+from cogwm.simulator.validate.baselines import (
+    RULES,
+    FittedRule,
+    StateRule,
+    fit_rules,
+    prompt_text,
+    rule_text,
+    rule_value,
+    vader,
+)
 from cogwm.simulator.validate.card import Figure
 from cogwm.simulator.validate.compare import TRIVIAL_COLUMNS
 from cogwm.simulator.validate.figures import cluster_bootstrap as old_path_bootstrap
 from cogwm.simulator.validate.items import Heldout, Item
-from cogwm.simulator.validate.parts import DAILYDIALOG_RULES, ESCONV_RULES, P4G_RULES, PARTS
+from cogwm.simulator.validate.parts import (
+    DAILYDIALOG_RULES,
+    ESCONV_RULES,
+    P4G_RULES,
+    PARTS,
+    split_dialogues,
+)
 from cogwm.stats.bootstrap import IntArray, Settings, cluster_bootstrap, paired_difference
 from helpers_validate import _dd_dialogue
 
@@ -363,7 +379,9 @@ def test_change_of_direction_and_of_the_read_change() -> None:
 # --- the real corpora --------------------------------------------------------------------------
 
 
-def _fitted_on_real(part: str, data: Path) -> tuple[dict[str, FittedRule], dict[str, list[Item]]]:
+def _fitted_on_real(
+    part: str, data: Path
+) -> tuple[dict[tuple[str, str], FittedRule], dict[str, list[Item]]]:
     spec = PARTS[part]
     assert spec.fit_sets is not None
     extensions.register()
@@ -374,7 +392,7 @@ def _fitted_on_real(part: str, data: Path) -> tuple[dict[str, FittedRule], dict[
 
 def test_trivial_rules_on_the_real_esconv_and_p4g(real_data_dir: Path) -> None:
     fitted, test = _fitted_on_real("esconv", real_data_dir)
-    known = fitted["known_groups_auroc"]
+    known = fitted[("known_groups_auroc", "understand")]
     items = known.rule.items(test)
     predictions = known.predict(items)
     gold = [known.rule.gold(i) for i in items]
@@ -385,7 +403,7 @@ def test_trivial_rules_on_the_real_esconv_and_p4g(real_data_dir: Path) -> None:
     lexicon = rule_value("auroc", gold, predictions["lexicon"])
     assert lexicon is not None and lexicon > 0.6
     fitted, test = _fitted_on_real("persuasionforgood", real_data_dir)
-    commitment = fitted["commitment_auroc"]
+    commitment = fitted[("commitment_auroc", "understand")]
     assert commitment.n_train > 5 * commitment.n_val > 0
     assert commitment.best["all"] in RULES
 
@@ -393,7 +411,7 @@ def test_trivial_rules_on_the_real_esconv_and_p4g(real_data_dir: Path) -> None:
 @pytest.mark.slow
 def test_copying_the_shown_state_on_real_dailydialog(real_data_dir: Path) -> None:
     fitted, test = _fitted_on_real("dailydialog", real_data_dir)
-    rule = fitted["valence_auroc"]
+    rule = fitted[("valence_auroc", "understand")]
     items = rule.rule.items(test)
     change = [i for i in items if rule.rule.subset(i) == "change"]
 
@@ -408,3 +426,99 @@ def test_copying_the_shown_state_on_real_dailydialog(real_data_dir: Path) -> Non
     value = carry(change)
     assert value is not None and value < 0.5
     assert rule.best["all"] != "carry_forward"
+
+
+def test_an_error_figure_passes_the_gate_when_the_upper_bound_is_below_zero() -> None:
+    from cogwm.simulator.validate.baselines import _gate
+
+    mae = _rule(ESCONV_RULES, "initial_intensity_mae")
+    assert not mae.higher_is_better
+    items = [
+        Item(f"esconv:{k}", f"d{k}", 1, WorldModelInput(task=task_for_corpus("esconv").name),
+             "text", "anxiety", {"initial": float(1 + k % 5)})
+        for k in range(30)
+    ]  # fmt: skip
+    gold = [mae.gold(i) for i in items]
+    off_by_two = [float(g) + 2.0 for g in gold]
+    settings = Settings(resamples=200, seed=0)
+    # The simulator is exact and the rule is off by 2: simulator - rule is -2, lower is better.
+    better = _gate(mae, "carry_forward", gold, gold, off_by_two, items, settings)
+    assert better.difference == pytest.approx(-2.0)
+    assert better.ci_high is not None and better.ci_high < 0
+    assert better.passed is True
+    worse = _gate(mae, "carry_forward", gold, off_by_two, gold, items, settings)
+    assert worse.ci_low is not None and worse.ci_low > 0
+    assert worse.passed is False
+
+
+# --- the rules' text per mode, the clean validation split, shared classifiers -------------------
+
+
+def _fitted_on(data: Path) -> tuple[dict[tuple[str, str], FittedRule], dict[str, list[Item]]]:
+    spec = PARTS["dailydialog"]
+    assert spec.fit_sets is not None
+    extensions.register()
+    sets = spec.fit_sets(data, Heldout())
+    test = {name: p.items for name, p in spec.populations(data, Heldout()).items()}
+    return fit_rules(spec.rules, sets["train"], sets["val"], ("understand", "predict")), test
+
+
+def test_prediction_rules_read_the_prompt_never_the_real_turn(data_dir: Path) -> None:
+    fitted, test = _fitted_on(data_dir)
+    predict = fitted[("valence_auroc", "predict")]
+    items = predict.rule.items(test)
+    assert items and any(i.inp.history for i in items)
+    swapped = [replace(i, utterance="I hate this, a terrible awful day") for i in items]
+    # In prediction mode the simulator is not shown the real turn, nor are its rules.
+    before, after = predict.predict(items), predict.predict(swapped)
+    assert before == after
+    assert before["lexicon"] == [vader(prompt_text(i)) for i in items]
+    # Understanding shows the real turn, and its rules read it.
+    understand = fitted[("valence_auroc", "understand")]
+    assert understand.predict(items)["lexicon"] != understand.predict(swapped)["lexicon"]
+    assert understand.predict(items)["lexicon"] == [vader(i.utterance) for i in items]
+
+
+def test_the_prompt_text_is_the_last_agent_turn_and_the_user_turn_before_it() -> None:
+    task = task_for_corpus("dailydialog").name
+    history: list[tuple[Any, str]] = [("user", "a"), ("agent", "b"), ("user", "c"), ("agent", "d")]
+    item = Item("x:1", "x", 1, WorldModelInput(task=task, history=history), "real", "anger")
+    assert prompt_text(item) == "c\nd"
+    assert rule_text(item, "understand") == "real" and rule_text(item, "predict") == "c\nd"
+    opening = replace(item, inp=WorldModelInput(task=task, history=[("agent", "hi")]))
+    assert prompt_text(opening) == "hi"
+    assert prompt_text(replace(item, inp=WorldModelInput(task=task))) == ""
+
+
+def test_rules_with_the_same_items_and_gold_share_their_classifiers(data_dir: Path) -> None:
+    fitted, _ = _fitted_on(data_dir)
+    accuracy, f1 = (
+        fitted[("emotion_accuracy", "understand")],
+        fitted[("emotion_macro_f1", "understand")],
+    )
+    assert accuracy.text_model is not None and accuracy.text_model is f1.text_model
+    assert accuracy.combined_model is f1.combined_model
+    # Another mode reads other texts: its own models.
+    assert fitted[("emotion_accuracy", "predict")].text_model is not accuracy.text_model
+
+
+def test_validation_dialogues_that_repeat_a_train_line_are_not_validation_items(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "data" / "dailydialog" / "convlab3_unified" / "data"
+    root.mkdir(parents=True)
+    recalled = "My brother bought a red bicycle at the market last Sunday morning"
+    dialogues = [
+        _dd_dialogue("train", 0, [(recalled, "happiness"), ("Nice, how much?", "no emotion")]),
+        _dd_dialogue("validation", 0, [("Hello there.", "no emotion"), (recalled, "happiness")]),
+        _dd_dialogue("validation", 1, [("I am so sad today.", "sadness"), ("Why?", "no emotion")]),
+        _dd_dialogue("test", 0, [("What a day.", "happiness"), ("Indeed.", "no emotion")]),
+    ]
+    (root / "dialogues.json").write_text(json.dumps(dialogues), encoding="utf-8")
+    data = tmp_path / "data"
+    split = split_dialogues("dailydialog", data, 0)
+    assert {ld.dialogue.id.split("#")[0] for ld in split["val"]} == {"dailydialog:validation:1"}
+    assert split["train"]
+    sets = PARTS["dailydialog"].fit_sets(data, Heldout())  # type: ignore[misc]
+    val_dialogues = {i.dialogue_id for i in sets["val"]["valence"]}
+    assert val_dialogues and all("validation:0" not in d for d in val_dialogues)

@@ -9,12 +9,17 @@ computed on exactly the simulator's items:
   state, else the initial one); an item that shows none gets the neutral value (valence 0, the
   middle of the task's score range for B/D/I, the train split's most frequent answer for labels
   and intensities).
-- ``lexicon``: VADER's compound score of the real turn (a score, so AUROC figures only: a
+- ``lexicon``: VADER's compound score of the rule's text (a score, so AUROC figures only: a
   sentiment score names none of several negative emotion labels, nor an intensity).
-- ``text_classifier``: TF-IDF + logistic regression fitted on the train split's turns of the same
-  corpus with the same gold rule.
+- ``text_classifier``: TF-IDF + logistic regression fitted on the train split's texts of the
+  same corpus with the same gold rule.
 - ``combined``: logistic regression on [carry-forward value, VADER score, state-shown flag],
   fitted on the train split.
+
+The rules' text is what the simulator is shown in the mode: the real turn in understanding
+mode, and in prediction mode (where the real turn is the answer, never shown) the prompt's last
+agent turn and the user's turn before it (:func:`prompt_text`). The rules are therefore fitted
+and chosen per mode.
 
 The best of them on the validation split's items (same gold rule), chosen there before any test
 figure is computed, is the yardstick (``Baselines.best_trivial``); the gate is a paired bootstrap
@@ -36,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cogwm.schema import CognitiveState
+from cogwm.simulator.format import Mode
 from cogwm.simulator.validate.card import Figure, Gate
 from cogwm.simulator.validate.figures import (
     Scope,
@@ -200,6 +206,23 @@ def vader(text: str) -> float:
     return vader_compound(text)
 
 
+def prompt_text(item: Item) -> str:
+    """What a prediction-mode prompt shows of the conversation's words for ``item``: its last
+    agent turn and the user's turn before that, if any ("" when the user opens)."""
+    history = item.inp.history
+    agent = next((k for k in reversed(range(len(history))) if history[k][0] != "user"), None)
+    if agent is None:
+        return ""
+    user = next((k for k in reversed(range(agent)) if history[k][0] == "user"), None)
+    return "\n".join(history[k][1] for k in (user, agent) if k is not None)
+
+
+def rule_text(item: Item, mode: Mode) -> str:
+    """The text the trivial rules read for ``item`` in ``mode``: the real turn when
+    understanding (the simulator is shown it), :func:`prompt_text` when predicting (it is not)."""
+    return item.utterance if mode == "understand" else prompt_text(item)
+
+
 # --- fitting on train, choosing on validation ---------------------------------------------------
 
 
@@ -207,6 +230,7 @@ def vader(text: str) -> float:
 class FittedRule:
     """The trivial rules of one state figure, fitted on train and ranked on validation.
 
+    ``mode`` decides the text the lexicon and the classifiers read (:func:`rule_text`).
     ``best`` maps a subset (``all``, ``change``, ``no_previous``) to the rule that scored best on
     the validation split's items of that subset (None: none defined there); ``val`` holds every
     rule's validation value; ``notes`` say why a rule is undefined.
@@ -214,6 +238,7 @@ class FittedRule:
 
     rule: StateRule
     fill: Answer
+    mode: Mode = "understand"
     text_model: Any | None = None
     combined_model: Any | None = None
     carry_vocabulary: list[str] = field(default_factory=list)
@@ -231,7 +256,8 @@ class FittedRule:
     def predict(self, items: Sequence[Item]) -> dict[str, list[Answer | None]]:
         """Every rule's answer for each item (None: the rule is undefined here)."""
         carry = [self.carry(i) for i in items]
-        scores = [vader(i.utterance) for i in items]
+        texts = [rule_text(i, self.mode) for i in items]
+        scores = [vader(t) for t in texts]
         out: dict[str, list[Answer | None]] = {
             "carry_forward": list(carry),
             "lexicon": list(scores) if self.rule.kind == "auroc" else [None] * len(items),
@@ -239,7 +265,7 @@ class FittedRule:
             "combined": [None] * len(items),
         }
         if items and self.text_model is not None:
-            out["text_classifier"] = self._answers(self.text_model, [i.utterance for i in items])
+            out["text_classifier"] = self._answers(self.text_model, texts)
         if items and self.combined_model is not None:
             out["combined"] = self._answers(
                 self.combined_model, self._features(items, carry, scores)
@@ -266,15 +292,29 @@ class FittedRule:
         return np.asarray(columns, dtype=np.float64)
 
 
-def fit_rule(rule: StateRule, train: Sequence[Item], val: Sequence[Item]) -> FittedRule:
-    """Fit the trivial rules of ``rule`` on ``train`` items and choose the best on ``val``."""
+#: Fitted classifiers shared by rules that read the same items with the same gold in the same
+#: mode (DailyDialog's emotion accuracy and macro-F1 fit one model): (text model, combined model,
+#: carry vocabulary), keyed by :func:`_model_key`.
+ModelCache = dict[tuple[Any, ...], tuple[Any, Any, list[str]]]
+
+
+def fit_rule(
+    rule: StateRule,
+    train: Sequence[Item],
+    val: Sequence[Item],
+    mode: Mode = "understand",
+    cache: ModelCache | None = None,
+) -> FittedRule:
+    """Fit the trivial rules of ``rule`` on ``train`` items and choose the best on ``val``,
+    reading the texts of ``mode`` (:func:`rule_text`); ``cache`` shares classifiers between
+    rules that would fit the same ones."""
     gold = [rule.gold(i) for i in train]
     fill: Answer = rule.neutral
     if rule.kind != "auroc":
         fill = Counter(gold).most_common(1)[0][0] if gold else rule.neutral
-    fitted = FittedRule(rule=rule, fill=fill, n_train=len(train), n_val=len(val))
+    fitted = FittedRule(rule=rule, fill=fill, mode=mode, n_train=len(train), n_val=len(val))
     if rule.kind == "auroc":
-        fitted.notes.append("lexicon: VADER compound of the turn")
+        fitted.notes.append(f"lexicon: VADER compound of {_TEXT_WORDS[mode]}")
     else:
         fitted.notes.append("lexicon undefined: a sentiment score names no label or intensity")
     if len(set(gold)) < 2:
@@ -282,9 +322,29 @@ def fit_rule(rule: StateRule, train: Sequence[Item], val: Sequence[Item]) -> Fit
             f"classifiers undefined: the train split has {len(set(gold))} class(es)"
         )
     else:
-        _fit_classifiers(fitted, train, gold)
+        key = _model_key(rule, mode, train)
+        if cache is None or key not in cache:
+            _fit_classifiers(fitted, train, gold)
+            if cache is not None:
+                cache[key] = (fitted.text_model, fitted.combined_model, fitted.carry_vocabulary)
+        else:
+            fitted.text_model, fitted.combined_model, fitted.carry_vocabulary = cache[key]
     _choose(fitted, val)
     return fitted
+
+
+#: What the lexicon reads in each mode, for the figures' notes.
+_TEXT_WORDS: dict[str, str] = {
+    "understand": "the real turn",
+    "predict": "the prompt's last agent turn and the user's turn before it",
+}
+
+
+def _model_key(rule: StateRule, mode: Mode, train: Sequence[Item]) -> tuple[Any, ...]:
+    """Rules with the same items, gold, shown value and target type fit the same classifiers."""
+    target = "label" if rule.kind in ("accuracy", "macro_f1") else rule.kind
+    ids = tuple(i.id for i in train)
+    return (rule.item_set, rule.gold, rule.shown, rule.neutral, target, mode, ids)
 
 
 def _fit_classifiers(fitted: FittedRule, train: Sequence[Item], gold: Sequence[Answer]) -> None:
@@ -299,11 +359,12 @@ def _fit_classifiers(fitted: FittedRule, train: Sequence[Item], gold: Sequence[A
         TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
         LogisticRegression(max_iter=2000),
     )
-    fitted.text_model = text.fit([i.utterance for i in train], target)
+    texts = [rule_text(i, fitted.mode) for i in train]
+    fitted.text_model = text.fit(texts, target)
     carry = [fitted.carry(i) for i in train]
     if rule.kind in ("accuracy", "macro_f1"):
         fitted.carry_vocabulary = sorted({str(c) for c in carry})
-    features = fitted._features(train, carry, [vader(i.utterance) for i in train])
+    features = fitted._features(train, carry, [vader(t) for t in texts])
     combined = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     fitted.combined_model = combined.fit(features, target)
 
@@ -328,13 +389,24 @@ def _choose(fitted: FittedRule, val: Sequence[Item]) -> None:
         fitted.best[subset] = max(defined, key=lambda vn: (sign * vn[0], -RULES.index(vn[1])))[1]
 
 
+#: Fitted trivial rules of a part, by (metric, mode).
+Fitted = dict[tuple[str, str], FittedRule]
+
+
 def fit_rules(
     rules: Sequence[StateRule],
     train: Mapping[str, Sequence[Item]],
     val: Mapping[str, Sequence[Item]],
-) -> dict[str, FittedRule]:
-    """Each rule fitted on its train items and ranked on its validation items, by metric."""
-    return {rule.metric: fit_rule(rule, rule.items(train), rule.items(val)) for rule in rules}
+    modes: Sequence[Mode] = ("understand",),
+) -> Fitted:
+    """Each rule fitted on its train items and ranked on its validation items in each mode,
+    by (metric, mode); rules that would fit the same classifiers share them."""
+    cache: ModelCache = {}
+    return {
+        (rule.metric, mode): fit_rule(rule, rule.items(train), rule.items(val), mode, cache)
+        for mode in modes
+        for rule in rules
+    }
 
 
 # --- the test figures ---------------------------------------------------------------------------
@@ -345,7 +417,7 @@ def state_figures(
     scope: Scope,
     sets: Mapping[str, Sequence[Item]],
     readings: Mapping[str, Reading],
-    fitted: Mapping[str, FittedRule] | None = None,
+    fitted: Mapping[tuple[str, str], FittedRule] | None = None,
     *,
     fit_note: str = "",
 ) -> list[Figure]:
@@ -357,7 +429,8 @@ def state_figures(
         scope: Part, mode and bootstrap settings.
         sets: The part's item sets.
         readings: The simulator's reading of each item, by id.
-        fitted: The part's fitted trivial rules by metric (None: figures without them).
+        fitted: The part's fitted trivial rules by (metric, mode) (None: figures without
+            them); the figures take those of ``scope.mode``.
         fit_note: Added to every figure with baselines (e.g. that the items overlap train).
     """
     figures = []
@@ -370,10 +443,9 @@ def state_figures(
             figure = rule_figure(rule, scope, chosen, readings)
             if subset != "all":
                 figure = figure.model_copy(update={"subset": subset})
-            if fitted is not None and rule.metric in fitted:
-                figure = with_trivial(
-                    figure, fitted[rule.metric], chosen, readings, scope.settings, fit_note
-                )
+            trivial = None if fitted is None else fitted.get((rule.metric, scope.mode))
+            if trivial is not None:
+                figure = with_trivial(figure, trivial, chosen, readings, scope.settings, fit_note)
             figures.append(figure)
     return figures
 

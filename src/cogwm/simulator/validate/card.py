@@ -65,8 +65,10 @@ class Baselines(_Rec):
 
 class Gate(_Rec):
     """The simulator against the best trivial baseline on the same items: a paired bootstrap
-    over dialogues of (simulator - baseline). Passed when the interval's lower bound is above 0
-    (above, for a figure where higher is better)."""
+    over dialogues of (simulator - baseline). Passed when the simulator is better beyond the
+    interval: for a figure where higher is better (accuracy, AUROC) the interval's lower bound is
+    above 0; for an error where lower is better (MAE) its upper bound is below 0. None when the
+    difference or its interval is undefined."""
 
     baseline: str = Field(description="The trivial rule compared with (Baselines.best_trivial).")
     difference: float | None

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
 from cogwm.simulator.validate.card import Card, Figure, Gate
-from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
-from cogwm.stats.bootstrap import auroc_or_none
+from cogwm.simulator.validate.figures import Settings
+from cogwm.stats.bootstrap import Statistic, auroc_or_none, paired_difference
 
 
 class Cell(BaseModel):
@@ -261,18 +261,18 @@ def _paired(base: Figure, other: Figure, column: str, settings: Settings) -> Pai
     second = np.asarray([b.answer for _, b in pairs], dtype=np.float64)
     score = _auroc if base.rows_kind == "auroc" else _mean
 
-    def difference(idx: IntArray) -> float | None:
-        a, b = score(truth[idx], first[idx]), score(truth[idx], second[idx])
-        return None if a is None or b is None else b - a
+    def side(answers: npt.NDArray[np.float64]) -> Statistic:
+        return lambda idx: score(truth[idx], answers[idx])
 
-    everything = np.arange(len(pairs), dtype=np.intp)
-    value = difference(everything) if pairs else None
-    groups = [a.group for a, _ in pairs]
-    low, high = (
-        cluster_bootstrap(difference, groups, settings) if value is not None else (None, None)
-    )
+    # The other simulator minus the first, both scored on each resample's same dialogues.
+    result = paired_difference(side(second), side(first), [a.group for a, _ in pairs], settings)
     return PairedDifference(
-        key=base.key, column=column, difference=value, ci_low=low, ci_high=high, n=len(pairs)
+        key=base.key,
+        column=column,
+        difference=result.difference,
+        ci_low=result.ci_low,
+        ci_high=result.ci_high,
+        n=result.n,
     )
 
 

@@ -33,6 +33,7 @@ from typing import TypeVar
 from cogwm.schema import CognitiveState
 from cogwm.schema.lexicon import INTENSITIES, valence, valence_table
 from cogwm.schema.partial import LabelledDialogue
+from cogwm.simulator.clean import clean_heldout, corpus_train_lines
 from cogwm.simulator.samples import task_for_corpus
 from cogwm.simulator.splits import plan_splits
 from cogwm.simulator.validate.baselines import Answer, StateRule, rule_figure
@@ -139,7 +140,9 @@ def _scorer(rules: Sequence[StateRule]) -> Scorer:
 def split_dialogues(corpus: str, data_dir: Path, seed: int) -> dict[str, list[LabelledDialogue]]:
     """The corpus's labelled dialogues of the train and validation splits, by the samples'
     split rule (official splits where the corpus has them, else seeded with ``seed``; text twins
-    of a higher split dropped)."""
+    of a higher split dropped). Validation keeps only its clean dialogues, by the rule the test
+    items follow (:mod:`cogwm.simulator.clean`: none of their long user lines in the corpus's
+    full train split), so the best rule is not chosen on lines it recalls from train."""
     from cogwm.annotate.human import labelled_dialogues
 
     labelled = list(labelled_dialogues(corpus, data_dir))
@@ -149,6 +152,9 @@ def split_dialogues(corpus: str, data_dir: Path, seed: int) -> dict[str, list[La
         split = plan.split_of(ld.dialogue.id)
         if split in out:
             out[split].append(ld)
+    out["val"] = clean_heldout(
+        out["val"], corpus_train_lines(corpus, data_dir, seed), lambda ld: ld.dialogue
+    ).kept
     return out
 
 

@@ -31,7 +31,7 @@ from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
 from cogwm.simulator.validate import counterfactual, groups
-from cogwm.simulator.validate.baselines import FittedRule, fit_rules, state_figures
+from cogwm.simulator.validate.baselines import Fitted, fit_rules, state_figures
 from cogwm.simulator.validate.card import Card, Check, Figure, PartInfo
 from cogwm.simulator.validate.figures import (
     Scope,
@@ -249,7 +249,7 @@ def build_card(
     for spec in (PARTS[n] for n in names if n in PARTS):
         populations = spec.populations(data_dir, heldout)
         sets = choose(populations, limit, seed)
-        trivial = _fit_trivial(spec, data_dir, heldout)
+        trivial = _fit_trivial(spec, data_dir, heldout, modes)
         runs.extend(_Run(spec, mode, populations, sets, trivial) for mode in modes)
     judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in names else {}
     plans = [
@@ -350,16 +350,19 @@ class _Run(NamedTuple):
     mode: Mode
     populations: dict[str, Population]
     sets: ItemSets
-    trivial: dict[str, FittedRule] | None = None
+    trivial: Fitted | None = None
 
 
-def _fit_trivial(spec: PartSpec, data_dir: Path, heldout: Heldout) -> dict[str, FittedRule] | None:
+def _fit_trivial(
+    spec: PartSpec, data_dir: Path, heldout: Heldout, modes: Sequence[Mode] = ("understand",)
+) -> Fitted | None:
     """The part's trivial rules, fitted on its train split and ranked on its validation split
-    (model-free, once for every mode)."""
+    in each mode (model-free; keyed by metric and mode, since what the rules may read differs:
+    the real turn when understanding, the prompt's turns when predicting)."""
     if spec.fit_sets is None or not spec.rules:
         return None
     sets = spec.fit_sets(data_dir, heldout)
-    return fit_rules(spec.rules, sets["train"], sets["val"])
+    return fit_rules(spec.rules, sets["train"], sets["val"], modes)
 
 
 def check_modes(modes: Sequence[str]) -> list[Mode]:
