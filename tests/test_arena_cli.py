@@ -158,8 +158,8 @@ def test_quickstart_runs_the_same_code_path(
         conversations = store.conversations()
     assert len(conversations) == 6  # 3 agents x 2 tasks x 1 scenario
     assert all(c.attempts == 1 and c.status == "finished" for c in conversations)
-    # The dismissive control speaks its script's lines, whatever the model.
-    from cogwm.arena.scripted import Dismissive
+    # The dismissive control speaks its script's lines (each task's own), whatever the model.
+    from cogwm.arena.scripted import script_lines
 
     with RunStore(db) as store:
         said = [
@@ -169,7 +169,8 @@ def test_quickstart_runs_the_same_code_path(
             for t in store.turns(c.id)
             if t.role == "agent" and t.phase == "simulated"
         ]
-    assert said and set(said) <= set(Dismissive.lines)
+    scripted = {line for task in ("ESC", "PD") for line in script_lines(task, "dismissive")}
+    assert said and set(said) <= scripted
 
 
 def test_quickstart_refuses_a_store_of_another_run(

@@ -107,6 +107,10 @@ STORE_USES: dict[str, Callable[[Path, Path], list[object]]] = {
     "arena report db": lambda d, f: ["arena", "report", "--db", f],
     "arena export db": lambda d, f: ["arena", "export", "--conversation", "1", "--db", f],
     "arena merge out": lambda d, f: ["arena", "merge", f, f],
+    "arena sensitivity db": lambda d, f: [
+        "arena", "sensitivity", "--simulator", "python:cogwm.simulator.rule:SentimentMeter",
+        "--task", "ESC", "--no-progress", "--db", f,
+    ],
     "arena merge shards": lambda d, f: ["arena", "merge", d / "all.sqlite", f],
     "score fidelity embedding_cache": lambda d, f: [
         "score", "fidelity", bench.fidelity_records(d), bench.fidelity_records(d),
