@@ -267,13 +267,17 @@ def test_a_passing_card_gives_the_verdicts_back(
     from cogwm.simulator.validate.card import Card, Check
 
     monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))
-    check = Check(
-        name="arena_sensitivity", task="ESC", metric="cts_difference", value=0.3, ci_low=0.1,
-        ci_high=0.5, n=20, passed=True, rule="lower bound above 0",
-    )  # fmt: skip
+    # A passing check on every task of the run (ESC and PD): trust is per task.
+    checks = [
+        Check(
+            name="arena_sensitivity", task=task, metric="cts_difference", value=0.3,
+            ci_low=0.1, ci_high=0.5, n=20, passed=True, rule="lower bound above 0",
+        )
+        for task in ("ESC", "PD")
+    ]  # fmt: skip
     card = Card(
         label="fake", model=f"fake:{FAKE_NAME}", model_identity=f"fake:{FAKE_NAME}", seed=0,
-        limit=None, resamples=100, created="2025-01-01T00:00:00+00:00", checks=[check],
+        limit=None, resamples=100, created="2025-01-01T00:00:00+00:00", checks=checks,
     )  # fmt: skip
     status.register_card(card)
 
