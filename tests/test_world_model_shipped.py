@@ -160,3 +160,23 @@ def test_llama_cpp_applies_the_shipped_lora() -> None:
 
     plain_text, tuned_text = asyncio.run(served())
     assert plain_text != tuned_text
+
+
+def test_the_shipped_card_is_the_world_models_and_reports_finds_it() -> None:
+    """The card shipped beside the adapter: its arena-sensitivity checks on both tasks (failed,
+    20 scenarios each), and the quickstart's status line finds it by the model's identity."""
+    from cogwm.simulator.validate.card import read_card
+
+    card = read_card(FOLDER / "card.json")
+    assert card.model == WORLD_MODEL and card.ablation == "none" and card.pipeline == "joint"
+    sensitivity = {c.task: c for c in card.checks if c.name == "arena_sensitivity"}
+    assert set(sensitivity) == {"ESC", "PD"}
+    assert all(c.n >= 20 and c.n_failed == 0 and c.passed is False for c in sensitivity.values())
+    _needs_base()
+    from cogwm.models import load
+    from cogwm.simulator.validate.status import simulator_status
+
+    identity = load(WORLD_MODEL).identity
+    assert card.model_identity == identity
+    status = simulator_status(WORLD_MODEL, identity)
+    assert not status.trusted and "arena sensitivity: failed" in status.line()
