@@ -169,3 +169,12 @@ def test_the_smollm2_wm_known_groups_hold_no_annomi_session_it_trained_on(
     shipped = annomi_groups(real_data_dir, heldout).dialogues
     assert all(old.split_of(base_id(d.id)) == "test" for d in shipped)
     assert len(annomi_groups(real_data_dir, Heldout()).dialogues) > len(shipped)
+
+
+def test_a_shipped_manifest_is_named_without_the_machines_folders(tmp_path: Path) -> None:
+    # Catches: a card of the shipped world model naming the folder cogwm is installed in.
+    shipped = heldout_from_manifest(SHIPPED)
+    assert "cogwm/data/world_models/smollm2-wm/samples_manifest.json" in shipped.source
+    assert str(SHIPPED.parent) not in shipped.source
+    elsewhere = _manifest(tmp_path / "m.json", split_rule=FIRST_RULE)
+    assert str(elsewhere) in heldout_from_manifest(elsewhere).source

@@ -153,9 +153,22 @@ def heldout_from_manifest(path: Path, rule: str = "test") -> Heldout:
         rule,
         seed,
         forced,
-        f"the simulator's samples manifest {path} (split rule {version})",
+        f"the simulator's samples manifest {shown_path(path)} (split rule {version})",
         trained_on=frozenset(corpora) if isinstance(corpora, dict) else None,
     )
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as a card states it: a file of the cogwm package (a shipped world model's
+    manifest) relative to the package, so that a shipped card names no folder of the machine
+    that made it; any other path as given."""
+    import cogwm
+
+    package = Path(cogwm.__file__).resolve().parent
+    try:
+        return f"cogwm/{Path(path).resolve().relative_to(package).as_posix()}"
+    except ValueError:
+        return str(path)
 
 
 def held_out(
