@@ -329,9 +329,7 @@ def _print_card(card: Card) -> None:
         f"pipeline {card.pipeline}; held out: {card.heldout}",
     )  # fmt: skip
     for fig in card.figures:
-        ci = "-" if fig.ci_low is None or fig.ci_high is None else (
-            f"[{fig.ci_low:.3f}, {fig.ci_high:.3f}]"
-        )  # fmt: skip
+        ci = _interval(fig.ci_low, fig.ci_high)
         arrow = {True: "↑", False: "↓", None: "→1"}[fig.higher_is_better]
         table.add_row(
             f"{fig.key} {arrow}", _num(fig.value), ci, f"{fig.n:,}", f"{fig.n_failed:,}",
@@ -354,6 +352,11 @@ def _print_card(card: Card) -> None:
         _print_checks(card)
 
 
+def _interval(low: float | None, high: float | None) -> str:
+    """A 95 % interval as the tables print it; ``-`` when undefined."""
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
 def _print_checks(card: Card) -> None:
     table = Table(
         Column("check", overflow="fold", min_width=24),
@@ -361,9 +364,7 @@ def _print_checks(card: Card) -> None:
         title="responsiveness checks",
     )  # fmt: skip
     for check in card.checks:
-        ci = "-" if check.ci_low is None or check.ci_high is None else (
-            f"[{check.ci_low:.3f}, {check.ci_high:.3f}]"
-        )  # fmt: skip
+        ci = _interval(check.ci_low, check.ci_high)
         passed = {True: "yes", False: "NO", None: "-"}[check.passed]
         table.add_row(
             check.key, _num(check.value), ci, f"{check.n:,}", f"{check.n_failed:,}",
