@@ -17,6 +17,7 @@ from cogwm.report.tables import (
     ArenaReport,
     ArmRow,
     Cells,
+    ranked_arms,
 )
 from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS, NOT_VALIDATED, separation
 
@@ -160,7 +161,7 @@ def _arm_table(title: str) -> Table:
 
 
 def _ranked(report: ArenaReport) -> list[ArmRow]:
-    return sorted(report.arms, key=lambda r: -_mean(r.cells.get("cts")))
+    return ranked_arms(report.arms)
 
 
 def _table6(report: ArenaReport) -> list[Table]:
@@ -239,10 +240,6 @@ def _power(report: ArenaReport) -> Table:
             cells.append("–" if row.needed_detect is None else f"{row.needed_detect:,}")
         table.add_row(*cells)
     return table
-
-
-def _mean(estimate: MeanEstimate | None) -> float:
-    return float("-inf") if estimate is None else estimate.mean
 
 
 def _task_table(report: ArenaReport) -> Table:
@@ -348,7 +345,7 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
                 "user_turns": r.user_turns,
                 "malformed_user_turns": r.malformed_turns,
             }
-            for r in report.arms
+            for r in ranked_arms(report.arms)
         ],
         "windows": None if report.windows is None else report.windows.to_json(),
         "scenarios": report.scenarios,

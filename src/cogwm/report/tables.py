@@ -265,6 +265,17 @@ def arm_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[A
     return rows
 
 
+def ranked_arms(arms: list[ArmRow]) -> list[ArmRow]:
+    """Arms by mean CTS, best first; arms whose CTS is undefined (no scored conversation has
+    one) come last, by name, never ahead of a measured arm."""
+
+    def key(row: ArmRow) -> tuple[bool, float, str]:
+        cts = row.cells.get("cts")
+        return (cts is None, 0.0 if cts is None else -cts.mean, row.arm)
+
+    return sorted(arms, key=key)
+
+
 def task_rows(data: RunData, *, n_resamples: int = 2000, seed: int = 0) -> list[TaskRow]:
     """The per-task table: composite and dimension deltas per agent x condition x task."""
     rows: list[TaskRow] = []
