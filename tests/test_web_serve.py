@@ -133,7 +133,12 @@ def test_live_progress(client: TestClient, app_config: ServerConfig) -> None:
     with RunStore(app_config.stores[0], create=False) as store:
         rows = store.conversations()
     assert progress["counts"] == {"finished": len(rows) - 1, "failed": 1}
-    assert [f["error"] for f in progress["failures"]] == ["HTTP 500 (scripted)"]
+    # Both kinds of failure, as the report counts them: the agent that broke its format too.
+    assert sorted((f["kind"], f["error"]) for f in progress["failures"]) == [
+        ("agent", "agent_failure"),
+        ("infrastructure", "HTTP 500 (scripted)"),
+    ]
+    assert progress["agent_failures"] == 1
     assert {r["arm"] for r in progress["leaderboard"]} == {
         "warm/no_cot",
         "warm/cot",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -22,13 +23,17 @@ from markupsafe import Markup, escape
 from cogwm.metrics.aggregate import DifferenceEstimate, MeanEstimate
 from cogwm.report import build_report, load_run, status_line, warnings
 from cogwm.report.render import cell, difference_verdict, separation_caption
-from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow
+from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow, ranked_arms
 from cogwm.store import RunStore
 from cogwm.web import figures, payload
+from cogwm.web.glossary import header_cell, help_json
 from cogwm.web.svg import heatmap
 
 #: Columns shown with a sign (deltas and scores that can be negative).
 SIGNED = frozenset({"cts", "auc", "delta", "e_delta", "b_delta", "d_delta", "i_delta"})
+#: Bidirectional embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069): shown
+#: as they are, they reorder the text around them, so "evil" could display as "live".
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 @cache
@@ -37,11 +42,24 @@ def asset(name: str) -> str:
     return (resources.files("cogwm.web") / "assets" / name).read_text(encoding="utf-8")
 
 
+def without_bidi_controls(value: Any) -> Any:
+    """``value`` as a page may show it: text without bidirectional controls (markup stays
+    markup; other values pass unchanged)."""
+    if isinstance(value, Markup):
+        return Markup(BIDI_CONTROLS.sub("", value))
+    if isinstance(value, str):
+        return BIDI_CONTROLS.sub("", value)
+    return value
+
+
 def environment() -> Any:
-    """The Jinja environment of the web pages (autoescaping on)."""
+    """The Jinja environment of the web pages (autoescaping on; every value shown loses its
+    bidirectional controls, as text drawn by the pages' script does)."""
     import jinja2
 
-    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    return jinja2.Environment(
+        autoescape=True, undefined=jinja2.StrictUndefined, finalize=without_bidi_controls
+    )
 
 
 def pack(obj: Any) -> str:
@@ -83,6 +101,11 @@ def any_verdict(report: ArenaReport) -> bool:
     return any(difference_verdict(report, d)[0] is not None for d in report.differences)
 
 
+def failure_count(row: ArmRow) -> int:
+    """Failed conversations of an arm, both kinds (see :func:`failure_text`)."""
+    return row.errors + row.agent_failures
+
+
 def failure_text(row: ArmRow) -> str:
     """Failures of an arm by kind: infrastructure (excluded, re-run by --resume) and agent
     (the agent broke its output format; scored)."""
@@ -94,9 +117,16 @@ def failure_text(row: ArmRow) -> str:
     return " · ".join(parts)
 
 
-def ranked(arms: list[ArmRow]) -> list[ArmRow]:
-    """Arms by mean CTS, best first (undefined last)."""
-    return sorted(arms, key=lambda r: -(c.mean if (c := r.cells.get("cts")) else float("inf")))
+def page_notes(report: ArenaReport, played: bool) -> list[str]:
+    """The report's warnings; a played store's open dialogues are people who stopped playing,
+    not a run to resume."""
+    if not played or not report.unfinished:
+        return warnings(report)
+    return [
+        *warnings(report._replace(unfinished=0)),
+        f"{report.unfinished} played dialogue(s) were left open (the person stopped playing); "
+        "they are not scored.",
+    ]
 
 
 def report_html(
@@ -111,6 +141,8 @@ def report_html(
 
     data = load_run(store, empty=empty)
     report: ArenaReport = build_report(data, n_resamples=n_resamples, seed=seed)
+    meta = payload.run_meta(data)
+    played = payload.is_play_config(meta["config"])
     conversations = payload.conversation_records(store, data)
     correlations = report.correlations
     cache: figures.SeriesCache = {}
@@ -119,8 +151,9 @@ def report_html(
         template.render(
             version=__version__,
             report=report,
-            meta=payload.run_meta(data),
-            notes=warnings(report),
+            meta=meta,
+            played=played,
+            notes=page_notes(report, played),
             status=status_line(report),
             trusted=report.simulator is not None and report.simulator.trusted,
             separation_caption=separation_caption(report),
@@ -129,10 +162,13 @@ def report_html(
             columns=TABLE6_COLUMNS,
             task_columns=TASK_COLUMNS,
             signed=SIGNED,
-            arms=ranked(report.arms),
+            arms=ranked_arms(report.arms),
             go_tasks=sorted({t for row in report.arms for t in row.go_by_task}),
             pass_k=max((r.go_pass_k.k for r in report.arms if r.go_pass_k), default=0),
             failure_text=failure_text,
+            failure_count=failure_count,
+            th=header_cell,
+            help_json=help_json(),
             est=est,
             num=num,
             separated=separated,

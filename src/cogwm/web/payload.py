@@ -20,6 +20,13 @@ from cogwm.store.db import ConversationRow, RunStore, TurnRow
 
 #: Digits kept for numbers in the inlined data (the page shows at most three).
 DIGITS = 4
+#: The ``kind`` in the config of a store that ``cogwm serve``'s play page writes.
+PLAY_KIND = "play"
+
+
+def is_play_config(config: Any) -> bool:
+    """Whether a run's stored config is a play store's (people playing the agent)."""
+    return isinstance(config, dict) and config.get("kind") == PLAY_KIND
 
 
 def rounded(value: float | None) -> float | None:

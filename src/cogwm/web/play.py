@@ -27,7 +27,7 @@ from cogwm.metrics.trajectory import EmptyPolicy
 from cogwm.models import Model
 from cogwm.schema import Profile, Role
 from cogwm.store import RunStore, UnitRow
-from cogwm.web.payload import composite_or_none, state_record
+from cogwm.web.payload import PLAY_KIND, composite_or_none, state_record
 
 #: A player's name: letters, digits, dot, dash, underscore.
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
@@ -46,7 +46,7 @@ def play_run_id(store: RunStore) -> int:
         return run.id
     return store.create_run(
         name="play",
-        config={"kind": "play"},
+        config={"kind": PLAY_KIND},
         config_hash="play",
         prompts=[],
         git_revision=None,

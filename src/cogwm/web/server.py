@@ -28,8 +28,11 @@ from cogwm.arena.scenarios import Scenario, builtin_scenarios
 from cogwm.errors import CogwmError, InputError
 from cogwm.models import Model
 from cogwm.models.types import ModelCallError
+from cogwm.report.tables import ArmRow, ranked_arms
 from cogwm.store import RunStore
-from cogwm.web.page import asset, environment, report_html
+from cogwm.web.glossary import help_json
+from cogwm.web.page import asset, environment, failure_count, failure_text, report_html
+from cogwm.web.payload import is_play_config
 from cogwm.web.play import PlaySession, find_scenario, new_session
 
 CSP = (
@@ -134,6 +137,7 @@ def _page(state: State, template: str, **context: Any) -> HTMLResponse:
         .render(
             css=asset("report.css"),
             js=Markup(asset("report.js")),
+            help_json=help_json(),
             token=state.token,
             **context,
         )
@@ -166,15 +170,17 @@ def progress(path: Path) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for row in rows:
             counts[row.status] = counts.get(row.status, 0) + 1
+        # Both kinds, as the report counts them: infrastructure errors (failed, excluded) and
+        # agents that broke their output format (finished and scored).
         failures = [
             {
                 "id": r.id,
                 "arm": f"{r.agent}/{r.condition}",
-                "error": r.error,
+                "error": r.error or r.termination,
                 "kind": getattr(r, "failure_kind", None),
             }
             for r in rows
-            if r.status == "failed"
+            if r.status == "failed" or getattr(r, "failure_kind", None) == "agent"
         ]
         running = [r for r in rows if r.status == "running"]
         recent = []
@@ -193,21 +199,13 @@ def progress(path: Path) -> dict[str, Any]:
         board = []
         if run is not None and counts.get("finished"):
             report = build_report(load_run(store), n_resamples=200)
-            for arm in report.arms:
-                cts = arm.cells.get("cts")
-                board.append(
-                    {
-                        "arm": arm.arm,
-                        "n": arm.n,
-                        "cts": None if cts is None else cts.mean,
-                        "errors": arm.errors,
-                    }
-                )
-    board.sort(key=_by_cts)
+            board = [_board_row(arm) for arm in ranked_arms(report.arms)]
     return {
         "name": None if run is None else run.name,
         "simulator": None if run is None else _simulator_line(run.config_json),
+        "played": run is not None and is_play_config(json.loads(run.config_json)),
         "counts": counts,
+        "agent_failures": sum(1 for f in failures if f["kind"] == "agent"),
         "failures": failures,
         "running": recent,
         "leaderboard": board,
@@ -221,10 +219,16 @@ def _simulator_line(config_json: str) -> str:
     return run_simulator_status(json.loads(config_json)).line()
 
 
-def _by_cts(row: dict[str, Any]) -> float:
-    """Sort key: best mean CTS first, undefined last."""
-    cts = row["cts"]
-    return -float(cts) if cts is not None else float("inf")
+def _board_row(arm: ArmRow) -> dict[str, Any]:
+    """One arm on the live leaderboard, its failures counted as the report counts them."""
+    cts = arm.cells.get("cts")
+    return {
+        "arm": arm.arm,
+        "n": arm.n,
+        "cts": None if cts is None else cts.mean,
+        "failed": failure_count(arm),
+        "failures": failure_text(arm),
+    }
 
 
 def create_app(config: ServerConfig) -> Starlette:

@@ -106,7 +106,7 @@ def _path(points: list[tuple[float, float]]) -> str:
     return "M" + "L".join(f"{x:.1f},{y:.1f}" for x, y in points)
 
 
-def _line(frame: Frame, s: Series, stroke: str) -> str:
+def _line(frame: Frame, s: Series, stroke: str, index: int) -> str:
     points = [
         (frame.px(x), frame.py(y)) if y is not None and math.isfinite(y) else None
         for x, y in zip(s.x, s.y, strict=True)
@@ -115,10 +115,13 @@ def _line(frame: Frame, s: Series, stroke: str) -> str:
     for run in _runs(points):
         if len(run) == 1:
             x, y = run[0]
-            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{stroke}"/>')
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{stroke}" data-series="{index}"/>'
+            )
         else:
             parts.append(
-                f'<path d="{_path(run)}" fill="none" stroke="{stroke}" stroke-width="1.6"/>'
+                f'<path d="{_path(run)}" fill="none" stroke="{stroke}" stroke-width="1.6"'
+                f' data-series="{index}"/>'
             )
     return "".join(parts)
 
@@ -197,36 +200,64 @@ def line_chart(
     for i, s in enumerate(series):
         parts.append(_band(frame, s, s.colour(i)))
     for i, s in enumerate(series):
-        parts.append(_line(frame, s, s.colour(i)))
+        parts.append(_line(frame, s, s.colour(i), i))
     if note:
         parts.append(
             f'<text x="{frame.left + 4}" y="{frame.top + 12}" class="note">{escape(note)}</text>'
         )
     for i, text in enumerate(series_notes or ()):
+        # Each line's note is drawn in the line's colour (the stylesheet leaves its fill alone).
         parts.append(
             f'<text x="{frame.left + frame.width - 3}" y="{frame.top + 10 + 10 * i}"'
-            f' text-anchor="end" class="note" fill="{series[i].colour(i)}">{escape(text)}</text>'
+            f' text-anchor="end" class="series-note" fill="{series[i].colour(i)}"'
+            f' data-series="{i}">{escape(text)}</text>'
         )
     for i, s in enumerate(series[:legend_rows]):
         y = height + 8 + 14 * i
         parts.append(
-            f'<rect x="{frame.left}" y="{y - 8}" width="10" height="3" fill="{s.colour(i)}"/>'
+            f'<rect x="{frame.left}" y="{y - 8}" width="10" height="3" fill="{s.colour(i)}"'
+            f' class="swatch" data-series="{i}"/>'
             f'<text x="{frame.left + 14}" y="{y - 4}" class="legend">{escape(s.label)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _heat(value: float | None) -> str:
+def _heat_rgb(value: float | None) -> tuple[int, int, int]:
     """Red for +1, white for 0, blue for -1; grey where undefined."""
     if value is None or not math.isfinite(value):
-        return "#ddd"
+        return (221, 221, 221)
     v = max(-1.0, min(1.0, value))
     if v >= 0:
         other = round(255 * (1 - v))
-        return f"rgb(255,{other},{other})"
+        return (255, other, other)
     other = round(255 * (1 + v))
-    return f"rgb({other},{other},255)"
+    return (other, other, 255)
+
+
+def _heat(value: float | None) -> str:
+    red, green, blue = _heat_rgb(value)
+    return f"rgb({red},{green},{blue})"
+
+
+def relative_luminance(rgb: tuple[int, int, int]) -> float:
+    """WCAG 2 relative luminance of an sRGB colour (0 black, 1 white)."""
+
+    def linear(channel: int) -> float:
+        c = channel / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    red, green, blue = (linear(c) for c in rgb)
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def text_colour_on(rgb: tuple[int, int, int]) -> str:
+    """Black or white, whichever contrasts more with the background ``rgb`` (at least 4.58:1
+    for any background, above WCAG's 4.5:1 for normal text)."""
+    luminance = relative_luminance(rgb)
+    on_black = (luminance + 0.05) / 0.05
+    on_white = 1.05 / (luminance + 0.05)
+    return "#000" if on_black >= on_white else "#fff"
 
 
 def heatmap(names: Sequence[str], values: Sequence[Sequence[float | None]], *, title: str) -> str:
@@ -255,11 +286,12 @@ def heatmap(names: Sequence[str], values: Sequence[Sequence[float | None]], *, t
             value = values[i][j]
             text = "–" if value is None or not math.isfinite(value) else f"{value:.2f}"
             x = left + cell * j
+            # The number's colour is chosen per cell, so it stays readable on saturated ones.
             parts.append(
                 f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{_heat(value)}"'
                 ' stroke="#fff"/>'
                 f'<text x="{x + cell / 2}" y="{y + cell / 2 + 3}" text-anchor="middle"'
-                f' class="cell">{text}</text>'
+                f' class="cell" fill="{text_colour_on(_heat_rgb(value))}">{text}</text>'
             )
     parts.append("</svg>")
     return "".join(parts)

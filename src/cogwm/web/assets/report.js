@@ -4,6 +4,20 @@
 
 const SVGNS = "http://www.w3.org/2000/svg";
 const PAGE = 50;
+// Bidirectional embedding, override and isolate controls: shown as they are, they reorder the
+// text around them (an utterance could display "evil" as "live"), so every page drops them.
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+
+/** ``text`` as a page may show it: without bidirectional controls. */
+function clean(text) { return String(text).replace(BIDI_CONTROLS, ""); }
+
+/** The sentence a metric's column header explains itself with (the page's #cogwm-help). */
+function helpText(header) {
+  const el = document.getElementById("cogwm-help");
+  if (!el) return null;
+  if (!helpText.table) helpText.table = JSON.parse(el.textContent);
+  return helpText.table[header] || null;
+}
 
 /** An element with attributes and children (strings become text nodes). */
 function h(tag, attrs, ...children) {
@@ -11,11 +25,11 @@ function h(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k === "onclick" || k === "onchange" || k === "oninput") el[k] = v;
-    else el.setAttribute(k, v === true ? "" : String(v));
+    else el.setAttribute(k, v === true ? "" : clean(v));
   }
   for (const c of children.flat()) {
     if (c === null || c === undefined || c === false) continue;
-    el.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    el.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(clean(c)) : c);
   }
   return el;
 }
@@ -60,16 +74,20 @@ function lineChart(series, width, height, opts) {
   series.forEach((ser, k) => {
     const pts = ser.values.map((v, i) => (v === null || v === undefined ? null : `${px(i).toFixed(1)},${py(v).toFixed(1)}`))
       .filter((p) => p !== null);
+    const colour = COLOURS[k % COLOURS.length];
     if (pts.length === 1) {
       const [x, y] = pts[0].split(",");
-      svg.appendChild(s("circle", { cx: x, cy: y, r: 2, fill: COLOURS[k % COLOURS.length] }));
+      svg.appendChild(s("circle", { cx: x, cy: y, r: 2, fill: colour, "data-series": k }));
     } else if (pts.length > 1) {
       svg.appendChild(s("polyline", { points: pts.join(" "), fill: "none", "stroke-width": o.small ? 1.2 : 1.8,
-                                      stroke: COLOURS[k % COLOURS.length] }));
+                                      stroke: colour, "data-series": k }));
     }
     if (!o.small && ser.label) {
-      const t = s("text", { x: pad + 4, y: 12 + 11 * k, class: "legend", fill: COLOURS[k % COLOURS.length] });
-      t.textContent = ser.label;
+      // A swatch in the line's colour names the line; the text stays dark to be readable.
+      svg.appendChild(s("rect", { x: pad + 4, y: 6 + 11 * k, width: 10, height: 3, fill: colour, class: "swatch",
+                                  "data-series": k }));
+      const t = s("text", { x: pad + 18, y: 12 + 11 * k, class: "legend" });
+      t.textContent = clean(ser.label);
       svg.appendChild(t);
     }
   });
@@ -88,12 +106,13 @@ function items(letter, list) {
 function stateBox(st) {
   const emo = st.e
     ? h("div", {}, h("span", { class: "emo" }, st.e[0]), ` · intensity ${st.e[1]}`,
-        st.e[2] !== null && st.e[2] !== undefined ? ` · valence ${fmt(st.e[2], 2)}` : null,
+        st.e[2] !== null && st.e[2] !== undefined ? h("span", { class: "val" }, ` · valence ${fmt(Number(st.e[2]), 2)}`) : null,
         st.e[3] ? h("span", { class: "ev" }, ` “${st.e[3]}”`) : null)
     : h("div", { class: "ev" }, "no emotion");
+  // The emotion line and s_t share a row: the line wraps in its own column, s_t keeps its own.
+  const composite = h("span", { class: "st", title: "composite s_t" }, "s_t ", st.s === null || st.s === undefined ? "–" : Number(st.s).toFixed(3));
   return h("div", { class: "state", "data-role": "state" },
-    h("span", { class: "st", title: "composite s_t" }, "s_t ", st.s === null || st.s === undefined ? "–" : st.s.toFixed(3)),
-    emo, items("B", st.b), items("D", st.d), items("I", st.i));
+    h("div", { class: "head" }, emo, composite), items("B", st.b), items("D", st.d), items("I", st.i));
 }
 
 /** One turn: the utterance (and the agent's reasoning, collapsed), the state beside user turns. */
@@ -142,6 +161,79 @@ async function decode(el) {
   return JSON.parse(await new Response(stream).text());
 }
 
+/** Order two sort values (numbers or strings) in direction ``dir`` (1 or -1); undefined values
+ * (null) go last in either direction. */
+function compareValues(a, b, dir) {
+  if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1;
+  if (typeof a === "number" && typeof b === "number") return dir * (a - b);
+  return dir * String(a).localeCompare(String(b));
+}
+
+/** What a table cell sorts by: its exact mean (``data-mean``), else the number it starts with
+ * (text columns: the text); null where it shows no value. */
+function cellValue(td, text) {
+  if (!td) return null;
+  if (td.dataset.mean !== undefined) return Number(td.dataset.mean);
+  const shown = (td.firstChild ? td.firstChild.textContent : td.textContent).trim();
+  if (text) return shown === "" || shown === "–" ? null : shown;
+  const n = parseFloat(shown.replace(/^#/, "").replace("−", "-"));
+  return Number.isFinite(n) ? n : null;
+}
+
+/** The next direction of a sortable header: numbers first high to low, text A to Z. */
+function nextDirection(th, text) {
+  const now = th.getAttribute("aria-sort");
+  if (!now) return text ? 1 : -1;
+  return now === "ascending" ? -1 : 1;
+}
+
+function markSorted(th, dir) {
+  for (const other of th.parentElement.children) other.removeAttribute("aria-sort");
+  th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+}
+
+/** Sort ``table``'s body rows by column ``col``; a second click on a header reverses it. */
+function sortTable(table, col) {
+  const th = table.tHead.rows[0].cells[col];
+  const text = th.classList.contains("l");
+  const dir = nextDirection(th, text);
+  markSorted(th, dir);
+  const body = table.tBodies[0];
+  const rows = [...body.rows].map((tr, i) => [cellValue(tr.cells[col], text), i, tr]);
+  rows.sort((x, y) => compareValues(x[0], y[0], dir) || x[1] - y[1]);
+  body.append(...rows.map((r) => r[2]));
+}
+
+/** Headers of every server-drawn table sort their column on click (or Enter). */
+function sortableTables(root) {
+  for (const table of root.querySelectorAll("table.data")) {
+    if (!table.tHead || !table.tBodies.length || table.dataset.sortable === "0") continue;
+    [...table.tHead.rows[0].cells].forEach((th, col) => {
+      th.classList.add("sortable");
+      th.tabIndex = 0;
+      th.addEventListener("click", () => sortTable(table, col));
+      th.addEventListener("keydown", (e) => { if (e.key === "Enter") sortTable(table, col); });
+    });
+  }
+}
+
+/** Keep anchors clear of the sticky tab bar: its height, as the pages' ``--tabs``. */
+function trackTabBar() {
+  const nav = document.querySelector("nav.tabs");
+  if (!nav) return;
+  const set = () => document.documentElement.style.setProperty("--tabs", `${Math.ceil(nav.getBoundingClientRect().height)}px`);
+  set();
+  window.addEventListener("resize", set);
+}
+
+//: The conversation list's columns: header, text column?, the value it sorts by.
+const LIST_COLUMNS = [
+  ["id", false, (c) => c.id], ["task", true, (c) => c.task], ["agent/cond", true, (c) => c.arm],
+  ["scenario", true, (c) => c.scenario], ["trial", false, (c) => c.trial ?? null],
+  ["ended", true, (c) => c.termination], ["rounds", false, (c) => c.rounds ?? null],
+  ["CTS", false, (c) => (c.metrics || {}).cts ?? null], ["s_t", false, null],
+];
+
 function option(value, label) { return h("option", { value }, label === undefined ? value : label); }
 
 function selectOf(name, values) {
@@ -165,7 +257,8 @@ class Browser {
     this.list = h("div", {});
     this.pager = h("div", { class: "pager" });
     this.detail = h("div", { id: "detail" });
-    root.append(this.filters, this.count, this.list, this.pager, this.detail);
+    this.order = null; // [column, direction] the list is sorted by
+    root.replaceChildren(this.filters, this.count, this.list, this.pager, this.detail);
     this.filters.addEventListener("input", () => { this.page = 0; this.render(); });
   }
 
@@ -185,8 +278,30 @@ class Browser {
       && (!q || this.haystack(c).includes(q)));
   }
 
+  sorted(found) {
+    if (!this.order) return found;
+    const [col, dir] = this.order;
+    const key = LIST_COLUMNS[col][2];
+    return found.map((c, i) => [key(c), i, c]).sort((x, y) => compareValues(x[0], y[0], dir) || x[1] - y[1])
+      .map((x) => x[2]);
+  }
+
+  header() {
+    return h("tr", {}, LIST_COLUMNS.map(([name, text, key], i) => {
+      const th = h("th", { class: text ? "l" : null, title: helpText(name) }, name);
+      if (!key) return th;
+      th.classList.add("sortable");
+      if (this.order && this.order[0] === i) th.setAttribute("aria-sort", this.order[1] === 1 ? "ascending" : "descending");
+      th.tabIndex = 0;
+      const sort = () => { this.order = [i, nextDirection(th, text)]; this.page = 0; this.render(); };
+      th.onclick = sort;
+      th.onkeydown = (e) => { if (e.key === "Enter") sort(); };
+      return th;
+    }));
+  }
+
   render() {
-    const found = this.matches();
+    const found = this.sorted(this.matches());
     const pages = Math.max(1, Math.ceil(found.length / PAGE));
     this.page = Math.min(this.page, pages - 1);
     this.count.textContent = `${found.length} of ${this.all.length} conversations`;
@@ -196,9 +311,8 @@ class Browser {
       h("td", {}, c.trial === null || c.trial === undefined ? "" : String(c.trial)),
       h("td", { class: "l" }, c.termination), h("td", {}, c.rounds === null ? "–" : String(c.rounds)),
       h("td", {}, fmt((c.metrics || {}).cts)), h("td", {}, lineChart([{ values: c.s || [] }], 90, 22, { small: true }))));
-    const head = h("tr", {}, ["id", "task", "agent/cond", "scenario", "trial", "ended", "rounds", "CTS", "s_t"]
-      .map((x, i) => h("th", { class: i < 4 || i === 5 ? "l" : null }, x)));
-    this.list.replaceChildren(h("table", { class: "data", id: "conversation-list" }, h("thead", {}, head), h("tbody", {}, rows)));
+    this.list.replaceChildren(h("table", { class: "data", id: "conversation-list", "data-sortable": "0" },
+      h("thead", {}, this.header()), h("tbody", {}, rows)));
     this.pager.replaceChildren(
       h("button", { onclick: () => { this.page -= 1; this.render(); }, disabled: this.page === 0 }, "previous"),
       h("span", {}, `page ${this.page + 1} of ${pages}`),
@@ -217,18 +331,20 @@ class Browser {
     const compare = others.length
       ? h("div", { class: "meta" }, "same scenario: ", others.map((o) => h("a", { href: `#cmp-${c.id}-${o.id}`, class: "badge" }, `compare with ${o.arm} #${o.id}`)))
       : null;
-    this.detail.replaceChildren(transcript(c, { anchor: true, compare }));
-    this.detail.scrollIntoView();
+    const box = transcript(c, { anchor: true, compare });
+    this.detail.replaceChildren(box);
+    box.scrollIntoView(); // its scroll-margin keeps it below the sticky tab bar
   }
 
   compare(a, b) {
     const ca = this.byId.get(String(a)), cb = this.byId.get(String(b));
     if (!ca || !cb) { this.detail.replaceChildren(h("p", { class: "err" }, `no conversation #${ca ? b : a}`)); return; }
     const chart = lineChart([{ values: ca.s || [], label: `${ca.arm} #${ca.id}` }, { values: cb.s || [], label: `${cb.arm} #${cb.id}` }], 560, 180, {});
-    this.detail.replaceChildren(h("div", { id: `cmp-${a}-${b}`, "data-compare": `${a}-${b}` },
+    const box = h("div", { id: `cmp-${a}-${b}`, "data-compare": `${a}-${b}` },
       h("h3", {}, `Side by side: ${ca.task} scenario ${ca.scenario}`), chart,
-      h("div", { class: "pair" }, transcript(ca, {}), transcript(cb, {}))));
-    this.detail.scrollIntoView();
+      h("div", { class: "pair" }, transcript(ca, {}), transcript(cb, {})));
+    this.detail.replaceChildren(box);
+    box.scrollIntoView();
   }
 
   route() {
@@ -241,6 +357,8 @@ class Browser {
 }
 
 async function boot() {
+  trackTabBar();
+  sortableTables(document);
   const el = document.getElementById("cogwm-data");
   const root = document.getElementById("conversations-root");
   if (!el || !root) return;
@@ -258,6 +376,6 @@ async function boot() {
   document.body.dataset.ready = "1";
 }
 
-window.cogwm = { h, s, lineChart, stateBox, turnRow, transcript, fmt };
+window.cogwm = { h, s, clean, helpText, lineChart, stateBox, turnRow, transcript, fmt };
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
 else boot();
