@@ -418,7 +418,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_live_page_counts_failures_as_the_report_page(
+def test_live_page_counts_failures_as_the_report_page_and_keeps_its_sort(
     browser: Any, store: Path, report_url: str
 ) -> None:
     config = ServerConfig(
@@ -439,10 +439,15 @@ def test_live_page_counts_failures_as_the_report_page(
                 for r in rows.all()
             }
             assert rows.last.locator("td").first.inner_text() == UNDEFINED_ARM
-            assert (
-                page.locator("#board th", has_text="CTS").get_attribute("title")
-                == (METRIC_HELP["CTS"])
-            )
+            cts = page.locator("#board th", has_text="CTS")
+            assert cts.get_attribute("title") == METRIC_HELP["CTS"]
+            # A sorted column stays sorted when the board is drawn again (every 2 s).
+            cts.click()
+            cts.click()
+            page.evaluate("document.querySelector('#board table').dataset.seen = '1'")
+            page.wait_for_selector("#board table:not([data-seen])")
+            values = _column(page, "#board table", 2)
+            assert _sorted_with_undefined_last(values, False) and None in values, values
         finally:
             page.context.close()
     assert {arm: text.split()[0] for arm, text in found.items()} == {

@@ -192,11 +192,10 @@ function markSorted(th, dir) {
   th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
 }
 
-/** Sort ``table``'s body rows by column ``col``; a second click on a header reverses it. */
-function sortTable(table, col) {
+/** Sort ``table``'s body rows by column ``col`` in direction ``dir`` (1 up, -1 down). */
+function sortTable(table, col, dir) {
   const th = table.tHead.rows[0].cells[col];
   const text = th.classList.contains("l");
-  const dir = nextDirection(th, text);
   markSorted(th, dir);
   const body = table.tBodies[0];
   const rows = [...body.rows].map((tr, i) => [cellValue(tr.cells[col], text), i, tr]);
@@ -204,16 +203,30 @@ function sortTable(table, col) {
   body.append(...rows.map((r) => r[2]));
 }
 
-/** Headers of every server-drawn table sort their column on click (or Enter). */
+/** Headers of ``table`` sort its column on click (or Enter; again: reversed). ``memo`` keeps
+ * the last order, so a table drawn again (the live page's) is shown in it. */
+function sortable(table, memo) {
+  const last = memo || {};
+  [...table.tHead.rows[0].cells].forEach((th, col) => {
+    th.classList.add("sortable");
+    th.tabIndex = 0;
+    const sort = () => {
+      last.col = col;
+      last.dir = nextDirection(th, th.classList.contains("l"));
+      sortTable(table, col, last.dir);
+    };
+    th.addEventListener("click", sort);
+    th.addEventListener("keydown", (e) => { if (e.key === "Enter") sort(); });
+  });
+  if (last.col !== undefined && last.col < table.tHead.rows[0].cells.length) sortTable(table, last.col, last.dir);
+  return table;
+}
+
+/** Every server-drawn table on the page sorts on its headers (tables the script draws are marked
+ * ``data-sortable="script"`` and sort their own way). */
 function sortableTables(root) {
-  for (const table of root.querySelectorAll("table.data")) {
-    if (!table.tHead || !table.tBodies.length || table.dataset.sortable === "0") continue;
-    [...table.tHead.rows[0].cells].forEach((th, col) => {
-      th.classList.add("sortable");
-      th.tabIndex = 0;
-      th.addEventListener("click", () => sortTable(table, col));
-      th.addEventListener("keydown", (e) => { if (e.key === "Enter") sortTable(table, col); });
-    });
+  for (const table of root.querySelectorAll("table.data:not([data-sortable])")) {
+    if (table.tHead && table.tBodies.length) sortable(table);
   }
 }
 
@@ -311,7 +324,7 @@ class Browser {
       h("td", {}, c.trial === null || c.trial === undefined ? "" : String(c.trial)),
       h("td", { class: "l" }, c.termination), h("td", {}, c.rounds === null ? "–" : String(c.rounds)),
       h("td", {}, fmt((c.metrics || {}).cts)), h("td", {}, lineChart([{ values: c.s || [] }], 90, 22, { small: true }))));
-    this.list.replaceChildren(h("table", { class: "data", id: "conversation-list", "data-sortable": "0" },
+    this.list.replaceChildren(h("table", { class: "data", id: "conversation-list", "data-sortable": "script" },
       h("thead", {}, this.header()), h("tbody", {}, rows)));
     this.pager.replaceChildren(
       h("button", { onclick: () => { this.page -= 1; this.render(); }, disabled: this.page === 0 }, "previous"),
@@ -376,6 +389,6 @@ async function boot() {
   document.body.dataset.ready = "1";
 }
 
-window.cogwm = { h, s, clean, helpText, lineChart, stateBox, turnRow, transcript, fmt };
+window.cogwm = { h, s, clean, helpText, sortable, lineChart, stateBox, turnRow, transcript, fmt };
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
 else boot();
