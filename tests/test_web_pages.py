@@ -439,6 +439,9 @@ def test_live_page_counts_failures_as_the_report_page_and_keeps_its_sort(
                 for r in rows.all()
             }
             assert rows.last.locator("td").first.inner_text() == UNDEFINED_ARM
+            # The run's name carries a bidi override; the live page drops it too.
+            shown = page.evaluate("document.body.innerText")
+            assert "run eman" in shown and not set(BIDI) & set(shown)
             cts = page.locator("#board th", has_text="CTS")
             assert cts.get_attribute("title") == METRIC_HELP["CTS"]
             # A sorted column stays sorted when the board is drawn again (every 2 s).
