@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from cogwm.arena.scenarios import Scenario, builtin_scenarios
+from cogwm.arena.termination import ConversationStatus, FailureOrigin
 from cogwm.errors import CogwmError, InputError
 from cogwm.models import Model
 from cogwm.models.types import ModelCallError
@@ -180,7 +181,8 @@ def progress(path: Path) -> dict[str, Any]:
                 "kind": getattr(r, "failure_kind", None),
             }
             for r in rows
-            if r.status == "failed" or getattr(r, "failure_kind", None) == "agent"
+            if r.status == ConversationStatus.FAILED
+            or getattr(r, "failure_kind", None) == FailureOrigin.AGENT
         ]
         running = [r for r in rows if r.status == "running"]
         recent = []
@@ -205,7 +207,7 @@ def progress(path: Path) -> dict[str, Any]:
         "simulator": None if run is None else _simulator_line(run.config_json),
         "played": run is not None and is_play_config(json.loads(run.config_json)),
         "counts": counts,
-        "agent_failures": sum(1 for f in failures if f["kind"] == "agent"),
+        "agent_failures": sum(1 for f in failures if f["kind"] == FailureOrigin.AGENT),
         "failures": failures,
         "running": recent,
         "leaderboard": board,
