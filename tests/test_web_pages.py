@@ -331,6 +331,24 @@ def test_numeric_columns_sort_on_click_with_undefined_last(page: Any) -> None:
         ), values
 
 
+def test_sorting_reads_thousands_separators_and_leaves_dashes_last(browser: Any) -> None:
+    cells = ["1,234", "–", "987", "12,000", "−5", ""]
+    rows = "".join(f"<tr><td>{c}</td></tr>" for c in cells)
+    page = browser.new_page()
+    page.set_content(
+        f'<table class="data"><thead><tr><th>needed</th></tr></thead><tbody>{rows}</tbody>'
+        f"</table><script>{asset('report.js')}</script>"
+    )
+    shown = "els => els.map(e => e.textContent)"
+    page.click("th")
+    first = page.eval_on_selector_all("tbody td", shown)
+    page.click("th")
+    second = page.eval_on_selector_all("tbody td", shown)
+    page.close()
+    assert first == ["12,000", "1,234", "987", "−5", "–", ""]
+    assert second == ["−5", "987", "1,234", "12,000", "–", ""]
+
+
 def test_page_fits_an_800px_window(browser: Any, report_url: str) -> None:
     page = open_page(browser, report_url, 800)
     try:

@@ -176,7 +176,7 @@ function cellValue(td, text) {
   if (td.dataset.mean !== undefined) return Number(td.dataset.mean);
   const shown = (td.firstChild ? td.firstChild.textContent : td.textContent).trim();
   if (text) return shown === "" || shown === "–" ? null : shown;
-  const n = parseFloat(shown.replace(/^#/, "").replace("−", "-"));
+  const n = parseFloat(shown.replace(/^#/, "").replace("−", "-").replace(/,/g, "")); // "#12", "1,234"
   return Number.isFinite(n) ? n : null;
 }
 
