@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 
 from cogwm.arena.scenarios import builtin_scenarios
 from cogwm.models import load, unregister_fake
@@ -496,11 +497,14 @@ def test_an_abandoned_play_dialogue_is_not_a_run_to_resume(
         with RunStore(play, read_only=True) as opened:
             html = report_html(opened, n_resamples=50)
         live = progress(play)
+        config = ServerConfig(stores=[play], models=[], play_store=play)
+        index = TestClient(create_app(config), base_url="http://127.0.0.1:8765").get("/").text
     finally:
         unregister_fake(FAKE_NAME)
     assert "resume the run" not in html and "unfinished" not in html
     assert "1 played dialogue(s) were left open" in html
     assert live["played"] is True
+    assert '<td data-field="running">1<small>left open</small></td>' in index
 
 
 # ------------------------------------------------------------------------------ tooltips

@@ -158,6 +158,7 @@ def _run_summary(path: Path, index: int) -> dict[str, Any]:
         "file": path.name,
         "name": None if run is None else run.name,
         "counts": counts,
+        "played": run is not None and is_play_config(json.loads(run.config_json)),
     }
 
 
