@@ -17,6 +17,7 @@ from cogwm.cli.common import (
     PreflightOption,
     err_console,
     preflight_models,
+    require_resumable,
     resolve_data_dir,
 )
 
@@ -98,6 +99,7 @@ def run_command(
     from cogwm.arena.budget import Budget
     from cogwm.models import load
 
+    require_resumable(db, resume=resume)
     if extensions:
         from cogwm.annotate.human.extensions import register
 

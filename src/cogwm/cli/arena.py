@@ -18,6 +18,7 @@ from cogwm.cli.common import (
     console,
     err_console,
     print_json,
+    require_resumable,
 )
 
 app = typer.Typer(
@@ -96,6 +97,7 @@ def run_command(
     from cogwm.errors import CogwmError
     from cogwm.store import RunStore
 
+    require_resumable(db, resume=resume)
     config = load_config(config_path)
     if data_dir is not None:
         config = config.model_copy(update={"data_dir": str(data_dir)})
