@@ -22,7 +22,12 @@ from cogwm.annotate.outputs import Allocation, Summary
 from cogwm.annotate.saa import DialogueAnnotation, Failure, TurnAnnotation
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Profile
-from cogwm.store.connections import close_writer, connect_reader, connect_writer
+from cogwm.store.connections import (
+    close_writer,
+    connect_reader,
+    connect_writer,
+    record_version,
+)
 from cogwm.store.ownership import StoreKind, check_store, stamp
 
 #: Bump with a migration when the tables change.
@@ -152,6 +157,7 @@ class AnnotationStore:
                 self._conn.execute(
                     "INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
                 )
+                record_version(self._conn, "meta", created=True)
             return
         row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
         if row is None or int(row[0]) != FORMAT_VERSION:
@@ -159,6 +165,8 @@ class AnnotationStore:
             raise InputError(
                 f"{self.path}: annotation store format {found}, this cogwm reads {FORMAT_VERSION}"
             )
+        if not self.read_only:
+            record_version(self._conn, "meta", created=False)
 
     def close(self) -> None:
         """Close the connection (a writer leaves the store in rollback-journal mode)."""

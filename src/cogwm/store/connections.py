@@ -66,3 +66,28 @@ def connect_reader(path: Path, **options: Any) -> sqlite3.Connection:
     conn: sqlite3.Connection = sqlite3.connect(read_only_uri(path), uri=True, **options)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return conn
+
+
+def record_version(conn: sqlite3.Connection, meta_table: str, *, created: bool) -> None:
+    """Note in a store's key/value table which cogwm wrote it.
+
+    ``cogwm_version`` is the version that created the store (a store made before it was
+    recorded has none: unknown, not guessed); ``cogwm_version_last`` the last version that
+    opened it for writing. The caller commits.
+
+    Args:
+        conn: A writer's connection.
+        meta_table: The store's ``(key, value)`` table.
+        created: The store was created by this connection.
+    """
+    from cogwm.version import version
+
+    if created:
+        conn.execute(
+            f"INSERT OR REPLACE INTO {meta_table} (key, value) VALUES ('cogwm_version', ?)",
+            (version(),),
+        )
+    conn.execute(
+        f"INSERT OR REPLACE INTO {meta_table} (key, value) VALUES ('cogwm_version_last', ?)",
+        (version(),),
+    )

@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
-from cogwm.store.connections import close_writer, connect_reader, connect_writer
+from cogwm.store.connections import (
+    close_writer,
+    connect_reader,
+    connect_writer,
+    record_version,
+)
 from cogwm.store.ownership import StoreKind, check_store, stamp
 from cogwm.tom.items import Domain, ToMItem
 
@@ -250,11 +255,15 @@ class ToMStore:
                     "INSERT INTO tom_meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
+                record_version(self.conn, "tom_meta", created=True)
         elif int(row[0]) != SCHEMA_VERSION:
             raise InputError(
                 f"database {self.path} has DialToM schema version {row[0]}, "
                 f"this version of cogwm reads {SCHEMA_VERSION}"
             )
+        elif not self.read_only:
+            with self.conn:
+                record_version(self.conn, "tom_meta", created=False)
 
     def __enter__(self) -> ToMStore:
         return self
