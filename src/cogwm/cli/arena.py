@@ -95,8 +95,7 @@ def run_command(
     from cogwm.arena.runner import refuse_opening, run_arena
     from cogwm.arena.units import Shard
     from cogwm.errors import CogwmError
-    from cogwm.store import RunStore
-    from cogwm.store.db import stored_run
+    from cogwm.store import RunStore, stored_run
 
     require_resumable(db, resume=resume)
     config = load_config(config_path)
