@@ -91,6 +91,9 @@ READERS: dict[str, Callable[[Path, Path], list[object]]] = {
     "refused --resume: another shard": lambda w, db: [
         "arena", "run", _config(w), "--db", db, "--resume", "--shard", "1/2", "--no-progress",
     ],
+    "refused quickstart: another run's store": lambda w, db: [
+        "quickstart", "--db", db, "--no-progress", "--model", "fake:schema", "--out", w / "p",
+    ],
 }  # fmt: skip
 
 
