@@ -146,8 +146,15 @@ def _tom_build_resume(d: Path, out: Path) -> list[object]:
     ]  # fmt: skip
 
 
+def _train_resume(d: Path, out: Path) -> list[object]:
+    samples = d / "samples"
+    samples.mkdir()
+    return ["train", "--samples", samples, "--base", "smollm2", "--out", out, "--resume"]
+
+
 @pytest.mark.parametrize(
-    "build", [_arena_resume, _annotate_resume, _tom_eval_resume, _tom_build_resume]
+    "build",
+    [_arena_resume, _annotate_resume, _tom_eval_resume, _tom_build_resume, _train_resume],
 )
 def test_resume_of_a_store_that_does_not_exist_is_refused_and_creates_nothing(
     build: Callable[[Path, Path], list[object]],
