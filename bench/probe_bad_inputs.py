@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -161,6 +162,8 @@ class Probe:
     expect: str = "error"  # 'error' (exit 2, one line), 'failed' (exit 1), 'zero' (exit 0)
     untouched: Callable[[Path], list[Path]] = field(default=lambda d: [])
     check: Callable[[Path, str, str], bool] | None = None  # extra check on (dir, out, err)
+    stdin: bytes = b""  # what the command reads on stdin
+    env: Callable[[Path], dict[str, str]] = field(default=lambda d: {})  # extra variables
 
 
 def _probes() -> list[Probe]:
@@ -464,7 +467,94 @@ def _probes() -> list[Probe]:
             "zero",
             check=lambda d, out, err: "<bool>" not in out and "Registered" not in out,
         ),
+        # first-hour probes: exit codes, read-only
+        Probe(
+            "chat: stdin that is not UTF-8",
+            lambda d: ["chat", "fake:echo"],
+            stdin=b"hello\n\xff\xfe hello\n",
+            check=lambda d, out, err: "line 2 is not UTF-8" in err,
+        ),
+        Probe(
+            "serve on a port in use",
+            lambda d: ["serve", "--port", str(_busy_port())],
+            check=lambda d, out, err: "is in use" in err and "http://" not in err,
+        ),
+        Probe(
+            "arena run --resume of a store that does not exist",
+            lambda d: ["arena", "run", arena_config(d), "--db", f"{d}/typo.sqlite", "--resume"],
+            check=lambda d, out, err: not (d / "typo.sqlite").exists(),
+        ),
+        Probe(
+            "data list --data-dir on a file",
+            lambda d: ["data", "list", "--data-dir", a_file(d)],
+            check=lambda d, out, err: "is a file, not a folder" in err,
+        ),
+        Probe(
+            "data list with $COGWM_DATA_DIR on a file",
+            lambda d: ["data", "list"],
+            env=lambda d: {"COGWM_DATA_DIR": a_file(d)},
+            check=lambda d, out, err: "is a file, not a folder" in err and out == "",
+        ),
+        Probe(
+            "arena report leaves no -shm or -wal",
+            lambda d: _with_run(d, ["arena", "report", "--db", f"{d}/ok.sqlite"]),
+            "zero",
+            untouched=lambda d: [d / "ok.sqlite"],
+            check=lambda d, out, err: _only_store(d),
+        ),
+        Probe(
+            "view leaves no -shm or -wal",
+            lambda d: _with_run(d, ["view", "--db", f"{d}/ok.sqlite", "--out", f"{d}/v.html"]),
+            "zero",
+            untouched=lambda d: [d / "ok.sqlite"],
+            check=lambda d, out, err: _only_store(d),
+        ),
+        Probe(
+            "arena run --resume refused (config changed) changes no byte",
+            _refused_resume,
+            untouched=lambda d: [d / "ok.sqlite"],
+            check=lambda d, out, err: "config changed" in err and _only_store(d),
+        ),
+        Probe(
+            "cogwm --version",
+            lambda d: ["--version"],
+            "zero",
+            check=lambda d, out, err: out.startswith("cogwm ") and len(out.split()) == 2,
+        ),
     ]
+
+
+#: Sockets held open while a probe runs (a port another program is listening on).
+_HELD: list[socket.socket] = []
+
+
+def _busy_port() -> int:
+    """A loopback port this process listens on until ``release_ports``."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    _HELD.append(holder)
+    return int(holder.getsockname()[1])
+
+
+def release_ports() -> None:
+    """Close the sockets ``_busy_port`` opened."""
+    while _HELD:
+        _HELD.pop().close()
+
+
+def _only_store(d: Path) -> bool:
+    """Nothing beside the run store ``ok.sqlite`` (no ``-shm``, ``-wal`` or journal)."""
+    return not [p for p in d.iterdir() if p.name.startswith("ok.sqlite") and p.name != "ok.sqlite"]
+
+
+def _refused_resume(d: Path) -> list[str]:
+    """Run the probe config into ``d/ok.sqlite``; then resume it under a changed config."""
+    _with_run(d, [])
+    changed = d / "changed.toml"
+    config = Path(arena_config(d)).read_text()
+    changed.write_text(config.replace("max_rounds = 4", "max_rounds = 5"))
+    return ["arena", "run", str(changed), "--db", f"{d}/ok.sqlite", "--resume", "--no-progress"]
 
 
 def _data() -> str:
@@ -560,17 +650,21 @@ def main() -> int:
             env = {**os.environ, "COGWM_CACHE_DIR": f"{d}/cache", "COLUMNS": "80"}
             env.pop("COGWM_BASE_URL", None)
             args = probe.args(d)
+            env.update(probe.env(d))
             before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in probe.untouched(d)}
             done = subprocess.run(
                 [sys.executable, "-m", "cogwm.cli.main", *args],
+                input=probe.stdin,  # bytes: a probe may send some that are not UTF-8
                 capture_output=True,
-                text=True,
                 cwd=d,
                 env=env,
                 timeout=300,
                 check=False,
             )
-            kind = classify(probe, d, done.returncode, done.stdout, done.stderr)
+            release_ports()
+            out = done.stdout.decode("utf-8", errors="replace")
+            err = done.stderr.decode("utf-8", errors="replace")
+            kind = classify(probe, d, done.returncode, out, err)
             changed = [
                 p.name for p, h in before.items() if hashlib.sha256(p.read_bytes()).hexdigest() != h
             ]
@@ -579,7 +673,7 @@ def main() -> int:
         counts[kind] += 1
         print(f"{kind:13s} exit {done.returncode:3d}  {probe.name}")
         if ns.verbose or kind != "ok":
-            tail = done.stderr.strip().splitlines()[-2:]
+            tail = err.strip().splitlines()[-2:]
             for line in tail:
                 print(f"{'':20s}{line[:150]}")
     print(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), f"of {sum(counts.values())}")

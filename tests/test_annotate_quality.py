@@ -124,10 +124,11 @@ def test_pipeline_on_the_fake_backend(tmp_path: Path, fixtures_dir: Path) -> Non
     runner = CliRunner()
     db = tmp_path / "a.sqlite"
     for corpus in ("dailydialog", "esconv", "persuasionforgood"):
+        resume = ("--resume",) if db.exists() else ()  # --resume of no store is refused
         result = runner.invoke(
             app,
             [
-                *("run", corpus, "--model", "fake:schema", "--db", str(db), "--resume"),
+                *("run", corpus, "--model", "fake:schema", "--db", str(db), *resume),
                 *("--data-dir", str(fixtures_dir), "--no-progress", "--extensions"),
             ],
         )

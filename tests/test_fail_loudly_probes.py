@@ -8,6 +8,7 @@ pointed at another tool's database, which must come out byte-identical.
 from __future__ import annotations
 
 import importlib.util
+import io
 import subprocess
 import sys
 from collections.abc import Callable
@@ -46,12 +47,25 @@ def probe_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(PROBES))
-def test_probe_of_the_issue(name: str, probe_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_probe_of_the_issue(
+    name: str,
+    probe_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     probe = PROBES[name]
     args = probe.args(probe_dir)
+    for key, value in probe.env(probe_dir).items():
+        monkeypatch.setenv(key, value)
+    # The probe's bytes as a process's stdin under the C locale would give them.
+    stdin = io.TextIOWrapper(io.BytesIO(probe.stdin), encoding="utf-8", errors="surrogateescape")
+    monkeypatch.setattr(sys, "stdin", stdin)
     before = {path: digest(path) for path in probe.untouched(probe_dir)}
     capsys.readouterr()
-    code = cogwm(*args)
+    try:
+        code = cogwm(*args)
+    finally:
+        bench.release_ports()
     out, err = capsys.readouterr()
     assert bench.classify(probe, probe_dir, code, out, err) == "ok", (code, err)
     if probe.expect == "error":

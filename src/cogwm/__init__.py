@@ -7,4 +7,11 @@ The package is organised by what it does: ``schema`` (records), ``tasks`` (task 
 only inside the modules that need them, so ``import cogwm`` stays fast.
 """
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    """``cogwm.__version__``: the installed distribution's version, read when first asked."""
+    if name == "__version__":
+        from cogwm.version import version
+
+        return version()
+    raise AttributeError(f"module 'cogwm' has no attribute {name!r}")

@@ -22,6 +22,12 @@ from cogwm.annotate.outputs import Allocation, Summary
 from cogwm.annotate.saa import DialogueAnnotation, Failure, TurnAnnotation
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Profile
+from cogwm.store.connections import (
+    close_writer,
+    connect_reader,
+    connect_writer,
+    record_version,
+)
 from cogwm.store.ownership import StoreKind, check_store, stamp
 
 #: Bump with a migration when the tables change.
@@ -109,7 +115,17 @@ class Totals(NamedTuple):
 class AnnotationStore:
     """Reading and writing one annotation store (belongs to one thread)."""
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
+    def __init__(self, path: Path, *, create: bool = True, read_only: bool = False) -> None:
+        """Open (with ``create``, make) the store at ``path``.
+
+        ``read_only`` opens an existing store without writing anything, in it or beside it:
+        for the commands that only read.
+
+        Raises:
+            InputError: The store is missing (without ``create``, or ``read_only``), its folder
+                is missing, or the file is not an annotation store of this format.
+        """
+        create = create and not read_only
         if not create and not path.is_file():
             raise InputError(f"{path}: no such annotation store")
         if create and not path.parent.is_dir():
@@ -117,10 +133,13 @@ class AnnotationStore:
         # Before connecting: WAL mode would change another tool's file even if it is refused.
         check_store(path, StoreKind.ANNOTATIONS, create=create)
         self.path = path
+        self.read_only = read_only
         try:
-            self._conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-            stamp(self._conn, StoreKind.ANNOTATIONS)
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            if read_only:
+                self._conn = connect_reader(path, isolation_level=None)
+            else:
+                self._conn = connect_writer(path, timeout=30, isolation_level=None)
+                stamp(self._conn, StoreKind.ANNOTATIONS)
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._check_format(create)
         except sqlite3.DatabaseError as exc:
@@ -138,6 +157,7 @@ class AnnotationStore:
                 self._conn.execute(
                     "INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
                 )
+                record_version(self._conn, "meta", created=True)
             return
         row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
         if row is None or int(row[0]) != FORMAT_VERSION:
@@ -145,10 +165,15 @@ class AnnotationStore:
             raise InputError(
                 f"{self.path}: annotation store format {found}, this cogwm reads {FORMAT_VERSION}"
             )
+        if not self.read_only:
+            record_version(self._conn, "meta", created=False)
 
     def close(self) -> None:
-        """Close the connection."""
-        self._conn.close()
+        """Close the connection (a writer leaves the store in rollback-journal mode)."""
+        if self.read_only:
+            self._conn.close()
+        else:
+            close_writer(self._conn)
 
     def __enter__(self) -> AnnotationStore:
         return self

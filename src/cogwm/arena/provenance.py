@@ -62,9 +62,14 @@ def git_revision(source: Path | None = None) -> str | None:
 
 
 def package_versions() -> dict[str, str]:
-    """Installed versions of the packages in ``RECORDED_PACKAGES`` (missing ones left out)."""
-    found: dict[str, str] = {}
+    """Installed versions of the packages in ``RECORDED_PACKAGES`` (missing ones left out;
+    cogwm's own is always there, ``0+unknown`` when it runs uninstalled from a source tree)."""
+    from cogwm.version import version
+
+    found: dict[str, str] = {"cogwm": version()}
     for name in RECORDED_PACKAGES:
+        if name in found:
+            continue
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -42,7 +42,7 @@ from cogwm.errors import CogwmError, ConfigError
 from cogwm.models import Model, load, recording
 from cogwm.models.types import CallRecord, ModelCallError
 from cogwm.schema import CognitiveState, Profile, Record, TaskSpec
-from cogwm.store.db import HEARTBEAT_S, PrepRow, RunStore, TurnRow, UnitRow
+from cogwm.store.db import HEARTBEAT_S, PrepRow, RunRow, RunStore, TurnRow, UnitRow
 
 log = logging.getLogger("cogwm.arena")
 
@@ -548,6 +548,7 @@ def open_run(
     shown = (windows or resolve_windows(config)).to_json()
     recorded = {**stored_config(config, shown), "simulator_identity": simulator_identity}
     stored = store.run()
+    refuse_opening(config, stored, store.path, resume=resume, force=force, shard=shard)
     if stored is None:
         run_id = store.create_run(
             name=config.name,
@@ -560,22 +561,7 @@ def open_run(
             shard=None if shard is None else str(shard),
         )
         return OpenedRun(run_id, config_changed=False)
-    if not resume:
-        raise ConfigError(
-            f"{store.path} already holds run {stored.name!r}; pass --resume to continue it "
-            "or choose another --db"
-        )
-    if (stored.shard or None) != (None if shard is None else str(shard)):
-        raise ConfigError(
-            f"--shard: {store.path} holds shard {stored.shard or 'none'}, not {shard or 'none'}"
-        )
     if stored.config_hash != digest:
-        if not force:
-            raise ConfigError(
-                f"config changed since the run started (hash {stored.config_hash[:12]} -> "
-                f"{digest[:12]}){_split_hint(config, stored.config_json)}; pass --force to "
-                "continue with the new config"
-            )
         store.update_run(
             stored.id,
             config=recorded,
@@ -586,6 +572,42 @@ def open_run(
         )
         return OpenedRun(stored.id, config_changed=True)
     return OpenedRun(stored.id, config_changed=False)
+
+
+def refuse_opening(
+    config: ArenaConfig,
+    stored: RunRow | None,
+    path: Path,
+    *,
+    resume: bool,
+    force: bool,
+    shard: Shard | None,
+) -> None:
+    """Refuse to run ``config`` into a store holding ``stored`` (at ``path``), as ``open_run``
+    would; callers check with a read-only store first, so a refused run writes nothing.
+
+    Raises:
+        ConfigError: The store holds a run and ``resume`` is off; the shard differs from the
+            stored one; or the stored config differs and ``force`` is off.
+    """
+    if stored is None:
+        return
+    if not resume:
+        raise ConfigError(
+            f"{path} already holds run {stored.name!r}; pass --resume to continue it "
+            "or choose another --db"
+        )
+    if (stored.shard or None) != (None if shard is None else str(shard)):
+        raise ConfigError(
+            f"--shard: {path} holds shard {stored.shard or 'none'}, not {shard or 'none'}"
+        )
+    digest = config_hash(config)
+    if stored.config_hash != digest and not force:
+        raise ConfigError(
+            f"config changed since the run started (hash {stored.config_hash[:12]} -> "
+            f"{digest[:12]}){_split_hint(config, stored.config_json)}; pass --force to "
+            "continue with the new config"
+        )
 
 
 async def run_arena(

@@ -17,6 +17,7 @@ from cogwm.cli.common import (
     PreflightOption,
     err_console,
     preflight_models,
+    require_resumable,
     resolve_data_dir,
 )
 
@@ -98,6 +99,7 @@ def run_command(
     from cogwm.arena.budget import Budget
     from cogwm.models import load
 
+    require_resumable(db, resume=resume)
     if extensions:
         from cogwm.annotate.human.extensions import register
 
@@ -238,7 +240,7 @@ def export_command(
     from cogwm.annotate.io import write_labelled
     from cogwm.annotate.store import AnnotationStore
 
-    with AnnotationStore(db, create=False) as store:
+    with AnnotationStore(db, read_only=True) as store:
         count = write_labelled(out, export_items(store))
         totals = store.totals()
     err_console.print(
@@ -256,7 +258,7 @@ def quality_export_command(
     from cogwm.annotate.quality import judgment_sheet, write_sheet
     from cogwm.annotate.store import AnnotationStore
 
-    with AnnotationStore(db, create=False) as store:
+    with AnnotationStore(db, read_only=True) as store:
         count = write_sheet(out, judgment_sheet(store.dialogues()))
     err_console.print(f"{count} rows written to {out}")
 
@@ -277,7 +279,7 @@ def quality_command(
     from cogwm.annotate.store import AnnotationStore
     from cogwm.cli.common import print_json, resolve_data_dir
 
-    with AnnotationStore(db, create=False) as store:
+    with AnnotationStore(db, read_only=True) as store:
         stored = list(store.dialogues())
         totals = store.totals()
         by_dialogue = store.failures_by_dialogue()

@@ -18,6 +18,7 @@ from cogwm.cli.common import (
     console,
     err_console,
     print_json,
+    require_resumable,
 )
 
 app = typer.Typer(
@@ -91,11 +92,12 @@ def run_command(
     from cogwm.arena.config import load_config
     from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.arena.preflight import preflight, preflight_network
-    from cogwm.arena.runner import run_arena
+    from cogwm.arena.runner import refuse_opening, run_arena
     from cogwm.arena.units import Shard
     from cogwm.errors import CogwmError
-    from cogwm.store import RunStore
+    from cogwm.store import RunStore, stored_run
 
+    require_resumable(db, resume=resume)
     config = load_config(config_path)
     if data_dir is not None:
         config = config.model_copy(update={"data_dir": str(data_dir)})
@@ -108,6 +110,8 @@ def run_command(
     if network_preflight:
         preflight_network(config)
     created = not db.exists()
+    # A refused run is decided on a read-only store, so it changes no byte of it.
+    refuse_opening(config, stored_run(db), db, resume=resume, force=force, shard=parsed_shard)
     try:
         with RunStore(db) as store:
             summary = asyncio.run(

@@ -74,14 +74,29 @@ DataDirOption = Annotated[
 
 def resolve_data_dir(data_dir: Path | None) -> Path:
     """The data directory from ``--data-dir`` or ``$COGWM_DATA_DIR``; an error if neither."""
-    if data_dir is None:
-        env = os.environ.get(DATA_DIR_ENV)
-        if not env:
-            raise InputError(f"no data directory: pass --data-dir or set {DATA_DIR_ENV}")
-        data_dir = Path(env)
-    if not data_dir.is_dir():
-        raise InputError(f"data directory {data_dir} does not exist")
-    return data_dir
+    from cogwm.corpora.readers import require_data_dir
+
+    if data_dir is not None:
+        return require_data_dir(data_dir, "--data-dir")
+    env = os.environ.get(DATA_DIR_ENV)
+    if not env:
+        raise InputError(f"no data directory: pass --data-dir or set {DATA_DIR_ENV}")
+    return require_data_dir(Path(env), f"${DATA_DIR_ENV}")
+
+
+def require_resumable(path: Path, *, resume: bool) -> None:
+    """With ``--resume``, refuse a store (or file) that is not there, before anything is made.
+
+    Without this a mistyped path silently started a new run from nothing.
+
+    Raises:
+        InputError: ``resume`` is set and ``path`` does not exist.
+    """
+    if resume and not path.exists():
+        raise InputError(
+            f"--resume: {path} does not exist, so there is nothing to resume; check the path, "
+            "or leave --resume out to start a new run there"
+        )
 
 
 def print_json(obj: Any) -> None:

@@ -11,7 +11,14 @@ import typer
 from rich.table import Table
 
 from cogwm import corpora
-from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.cli.common import (
+    DATA_DIR_ENV,
+    DataDirOption,
+    console,
+    err_console,
+    print_json,
+    resolve_data_dir,
+)
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Record
 
@@ -104,10 +111,10 @@ def list_corpora(data_dir: DataDirOption = None, as_json: JsonOption = False) ->
 
 
 def _optional_root() -> Path | None:
-    try:
-        return resolve_data_dir(None)
-    except InputError:
+    """``$COGWM_DATA_DIR`` if set (an error if it is not a folder); None if it is not set."""
+    if not os.environ.get(DATA_DIR_ENV):
         return None
+    return resolve_data_dir(None)
 
 
 @app.command("stats")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -25,6 +25,30 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from cogwm.version import version
+
+        typer.echo(f"cogwm {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,  # before any command is looked up, so `cogwm --version` is enough
+            help="Print cogwm's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Measure how dialogue agents change the beliefs, desires, intentions and emotions of the
+    people they talk to."""
 
 
 _registered = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 from typing import Annotated, Any
 
@@ -200,10 +201,10 @@ def chat(
     # One Runner keeps one event loop, so the model's clients live across the turns.
     with asyncio.Runner() as runner:
         try:
-            while True:
+            for number in itertools.count(1):
                 if interactive:
                     err_console.print("[bold]>[/bold] ", end="")
-                line = sys.stdin.readline()
+                line = _read_line(number)
                 if not line or line.strip() in ("/quit", "/exit"):
                     return
                 if not line.strip():
@@ -217,6 +218,32 @@ def chat(
                 typer.echo(done.text)
         finally:
             runner.run(loaded.aclose())
+
+
+def _read_line(number: int) -> str:
+    """Line ``number`` of stdin ('' at its end); one error line if it is not UTF-8.
+
+    Bytes that are not UTF-8 are refused rather than replaced with U+FFFD: the model would
+    answer a message other than the one written, and the user would not know. The bytes are
+    decoded here, not by ``sys.stdin``: under the C locale Python lets bad bytes through as
+    lone surrogates (which no model client can send), and under a UTF-8 one it decodes ahead
+    in chunks, so its error would name the wrong line.
+
+    Raises:
+        InputError: The line is not UTF-8 (names the line and the first bad byte).
+    """
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream put in place of stdin: already decoded
+        return str(sys.stdin.readline())
+    raw: bytes = buffer.readline()
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"stdin line {number} is not UTF-8 text (byte {raw[exc.start]:#04x} at byte "
+            f"{exc.start + 1} of the line); chat reads UTF-8"
+        ) from None
+    return line[:-2] + "\n" if line.endswith("\r\n") else line
 
 
 def _yes(flag: bool) -> str:

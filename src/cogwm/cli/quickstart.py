@@ -51,20 +51,20 @@ def quickstart(
     from cogwm.arena.runner import run_arena
     from cogwm.errors import ConfigError, InputError
     from cogwm.report import build_report, load_run, render, to_json, write_plots
-    from cogwm.store import RunStore
+    from cogwm.store import RunStore, stored_run
 
     try:
         chosen = Preset(preset)
     except ValueError:
         raise InputError(f"--preset must be 'quick' or 'full', got {preset!r}") from None
     config = quickstart_config(chosen, dialogues=dialogues, model=model)
+    stored = stored_run(db)  # read without writing: a refused store is left as it was
+    if stored is not None and stored.config_hash != config_hash(config):
+        raise ConfigError(
+            f"{db} holds a different run ({stored.name}: other settings, or made by an "
+            "older cogwm); pass another --db or delete it"
+        )
     with RunStore(db) as store:
-        stored = store.run()
-        if stored is not None and stored.config_hash != config_hash(config):
-            raise ConfigError(
-                f"{db} holds a different run ({stored.name}: other settings, or made by an "
-                "older cogwm); pass another --db or delete it"
-            )
         summary = asyncio.run(run_arena(config, store, resume=True, show_progress=progress))
         if summary.interrupted:
             err_console.print(f"interrupted: run `cogwm quickstart --db {db}` again to continue")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -59,7 +61,39 @@ def serve(
         scenarios=scenarios,
         max_rounds=max_rounds,
     )
+    listening = listen(host, port)  # before the URL: a busy port must not look served
     if host not in LOOPBACK:
         err_console.print(f"[yellow]serving on {host}: anyone who can reach it can play[/yellow]")
     err_console.print(f"cogwm serve: http://{host}:{port}/ (Ctrl-C stops)")
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning")
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(config), host=host, port=port, log_level="warning")
+    )
+    with listening:
+        server.run(sockets=[listening])
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, as uvicorn binds one (``SO_REUSEADDR``, IPv6 for an
+    address with ':'); bound here so that a port in use is one error line, not uvicorn's log.
+
+    Raises:
+        InputError: The port is in use, or the address cannot be bound.
+    """
+    from cogwm.errors import InputError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise InputError(
+                f"port {port} is in use on {host} (another program is listening there); "
+                "stop it or choose another --port"
+            ) from None
+        reason = (exc.strerror or str(exc)).lower()
+        raise InputError(f"cannot listen on {host}:{port}: {reason}") from None
+    sock.set_inheritable(True)
+    return sock

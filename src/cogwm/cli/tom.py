@@ -24,6 +24,7 @@ from cogwm.cli.common import (
     err_console,
     preflight_models,
     print_json,
+    require_resumable,
     resolve_data_dir,
 )
 from cogwm.errors import InputError
@@ -236,6 +237,7 @@ def build_command(
         raise InputError(f"--source must be template or llm, got {source!r}")
     if source == "llm" and model is None:
         raise InputError("--source llm needs --model")
+    require_resumable(out, resume=resume and source == "llm")
     if source == "llm":
         preflight_models([("--model", model)], base_url=base_url, network=network_preflight)
     contexts = load_contexts(resolve_corpora(corpus), resolve_data_dir(data_dir))
@@ -660,6 +662,7 @@ def eval_command(
     from cogwm.tom.items import read_items
     from cogwm.tom.store import open_store
 
+    require_resumable(db, resume=resume)
     items = read_items(items_path)
     if sample is not None and sample < len(items):
         items = random.Random(seed).sample(items, sample)

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from cogwm.cli.common import console, err_console, print_json
+from cogwm.cli.common import console, err_console, print_json, require_resumable
 from cogwm.errors import ConfigError
 
 app = typer.Typer(
@@ -128,6 +128,7 @@ def train(
         raise ConfigError("cogwm train needs --samples, --base and --out (see --help)")
     if objective not in ("joint", "utt-only"):
         raise ConfigError(f"--objective must be joint or utt-only, not {objective!r}")
+    require_resumable(out, resume=resume)
     from cogwm.simulator.train.config import TrainConfig
     from cogwm.simulator.train.loop import train as run
     from cogwm.simulator.train.mix import CORPUS_MIXES

@@ -53,6 +53,23 @@ def require_dir(path: Path, expected: str) -> Path:
     return path
 
 
+def require_data_dir(path: Path, source: str) -> Path:
+    """``path`` if it is a folder (the data directory); one error line naming ``source`` (the
+    option or variable it came from) and what is wrong otherwise.
+
+    Raises:
+        InputError: ``path`` is missing, or a file.
+    """
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise InputError(
+            f"data directory {path} is a file, not a folder (from {source}; it should hold "
+            "one folder per corpus)"
+        )
+    raise InputError(f"data directory {path} does not exist (from {source})")
+
+
 def require_file(path: Path) -> Path:
     """``path`` if it is a file; an ``InputError`` naming it otherwise."""
     if not path.is_file():

@@ -9,6 +9,7 @@ from cogwm.store.db import (
     StoreBusyError,
     TurnRow,
     UnitRow,
+    stored_run,
 )
 from cogwm.store.merge import MergeSummary, merge_stores
 from cogwm.store.schema import SCHEMA_VERSION
@@ -25,4 +26,5 @@ __all__ = [
     "TurnRow",
     "UnitRow",
     "merge_stores",
+    "stored_run",
 ]

@@ -4,7 +4,9 @@ Every turn is committed as it is written, so a killed process loses at most the 
 written; multi-row changes (resetting or finishing a conversation) run in one transaction. Model
 call records are held back and committed with the next turn (or finish) of the run, which halves
 the commits; a crash can lose only the records of calls whose turn was lost too. The database is
-in WAL mode with foreign keys on. A ``RunStore`` belongs to one thread (the event loop's).
+in WAL mode with foreign keys on while written, and in rollback-journal mode once its writer has
+closed it (see ``cogwm.store.connections``). A ``RunStore`` belongs to one thread (the event
+loop's).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
 from cogwm.models.types import CallRecord
-from cogwm.store.ownership import StoreKind, check_store, read_only_uri, stamp
+from cogwm.store.connections import close_writer, connect_reader, connect_writer
+from cogwm.store.ownership import StoreKind, check_store, stamp
 from cogwm.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 
 
@@ -167,17 +170,16 @@ class RunStore:
         self.read_only = read_only
         self._pending_calls: list[tuple[Any, ...]] = []
         self._lease: str | None = None
+        self._closed = False
         try:
             if self.read_only:
                 self.db = _open_read_only(path)
                 self._migrate()
                 return
-            self.db = sqlite3.connect(path, isolation_level=None)
+            self.db = connect_writer(path, isolation_level=None)
             self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.execute("PRAGMA journal_mode=WAL")
             # With WAL, NORMAL survives a killed process; an OS crash may lose the last commits.
             self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA busy_timeout=10000")
             self._migrate()
             stamp(self.db, StoreKind.ARENA)
         except sqlite3.DatabaseError as exc:
@@ -272,12 +274,20 @@ class RunStore:
             self._lease = None
 
     def close(self) -> None:
-        """Write held-back call records, give up the lease and close the connection."""
+        """Write held-back call records, give up the lease and close the connection.
+
+        A writer leaves the store in rollback-journal mode (when no other connection is open),
+        so that reading it later creates no ``-shm`` or ``-wal`` file.
+        """
+        if self.read_only or self._closed:
+            self.db.close()
+            return
+        self._closed = True
         if self._pending_calls:
             with self.transaction():
                 pass
         self.release_lease()
-        self.db.close()
+        close_writer(self.db)
 
     def __enter__(self) -> RunStore:
         return self
@@ -667,6 +677,30 @@ class RunStore:
         return {name: detail for name, detail in rows}
 
 
+def stored_run(path: Path) -> RunRow | None:
+    """The run held by the store at ``path``, read without writing anything; None when there
+    is no store there yet (no file, an empty file or an empty database: a writer may create one).
+
+    Raises:
+        InputError: The file is not a cogwm run store (or one newer than this cogwm).
+    """
+    check_store(path, StoreKind.ARENA, create=True)
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    try:
+        db = connect_reader(path)
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{path} is not a cogwm run store: {exc}") from None
+    if version == 0:
+        return None
+    with RunStore(path, read_only=True) as store:
+        return store.run()
+
+
 def _checkpoint_until(path: Path, stop: threading.Event, every_s: float) -> None:
     """Passive WAL checkpoints of the store at ``path`` every ``every_s`` until ``stop``."""
     db = sqlite3.connect(path, isolation_level=None)
@@ -681,8 +715,7 @@ def _checkpoint_until(path: Path, stop: threading.Event, every_s: float) -> None
 def _open_read_only(path: Path) -> sqlite3.Connection:
     """A read-only connection; a store of an older format is migrated in a copy in memory,
     so reading never changes the file."""
-    db = sqlite3.connect(read_only_uri(path), uri=True, isolation_level=None)
-    db.execute("PRAGMA busy_timeout=10000")
+    db = connect_reader(path, isolation_level=None)
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version == 0 or version >= SCHEMA_VERSION:
         return db

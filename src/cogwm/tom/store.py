@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
-from cogwm.store.ownership import StoreKind, check_store, read_only_uri, stamp
+from cogwm.store.connections import (
+    close_writer,
+    connect_reader,
+    connect_writer,
+    record_version,
+)
+from cogwm.store.ownership import StoreKind, check_store, stamp
 from cogwm.tom.items import Domain, ToMItem
 
 SCHEMA_VERSION = 1
@@ -226,11 +232,10 @@ class ToMStore:
         check_store(path, StoreKind.TOM, create=not read_only)
         try:
             if read_only:
-                self.conn = sqlite3.connect(read_only_uri(path), uri=True)
+                self.conn = connect_reader(path)
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self.conn = sqlite3.connect(str(path))
-                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn = connect_writer(path)
                 self.conn.execute("PRAGMA foreign_keys=ON")
                 self.conn.executescript(_SCHEMA)
                 stamp(self.conn, StoreKind.TOM)
@@ -250,11 +255,15 @@ class ToMStore:
                     "INSERT INTO tom_meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
+                record_version(self.conn, "tom_meta", created=True)
         elif int(row[0]) != SCHEMA_VERSION:
             raise InputError(
                 f"database {self.path} has DialToM schema version {row[0]}, "
                 f"this version of cogwm reads {SCHEMA_VERSION}"
             )
+        elif not self.read_only:
+            with self.conn:
+                record_version(self.conn, "tom_meta", created=False)
 
     def __enter__(self) -> ToMStore:
         return self
@@ -263,8 +272,11 @@ class ToMStore:
         self.close()
 
     def close(self) -> None:
-        """Close the connection."""
-        self.conn.close()
+        """Close the connection (a writer leaves the store in rollback-journal mode)."""
+        if self.read_only:
+            self.conn.close()
+        else:
+            close_writer(self.conn)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -26,7 +26,7 @@ from cogwm import corpora
 from cogwm.annotate.human import annomi, dailydialog, esconv, inspired, persuasionforgood
 from cogwm.annotate.human.table import MappingRow, MappingTable
 from cogwm.corpora import annomi_annotators, failed_esconv
-from cogwm.corpora.readers import require_dir
+from cogwm.corpora.readers import require_data_dir, require_dir
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 from cogwm.schema.partial import LabelledDialogue
@@ -136,15 +136,12 @@ def _load(name: str, root: Path) -> tuple[Path, list[Dialogue]]:
 
 
 def _data_dir(data_dir: Path | str | None) -> Path:
-    if data_dir is None:
-        env = os.environ.get(DATA_DIR_ENV)
-        if not env:
-            raise InputError(f"no data directory: pass one or set {DATA_DIR_ENV}")
-        data_dir = env
-    path = Path(data_dir)
-    if not path.is_dir():
-        raise InputError(f"data directory {path} does not exist")
-    return path
+    if data_dir is not None:
+        return require_data_dir(Path(data_dir), "data_dir")
+    env = os.environ.get(DATA_DIR_ENV)
+    if not env:
+        raise InputError(f"no data directory: pass one or set {DATA_DIR_ENV}")
+    return require_data_dir(Path(env), f"${DATA_DIR_ENV}")
 
 
 def _in_split(name: str, dialogues: list[Dialogue], split: str) -> list[Dialogue]:
