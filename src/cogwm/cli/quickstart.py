@@ -47,6 +47,7 @@ def quickstart(
     simulated user's validity status, and writes the plots."""
     from cogwm.arena.config import config_hash
     from cogwm.arena.failures import failure_causes, failure_table
+    from cogwm.arena.preflight import preflight
     from cogwm.arena.quickstart import Preset, quickstart_config
     from cogwm.arena.runner import run_arena
     from cogwm.errors import ConfigError, InputError
@@ -58,6 +59,7 @@ def quickstart(
     except ValueError:
         raise InputError(f"--preset must be 'quick' or 'full', got {preset!r}") from None
     config = quickstart_config(chosen, dialogues=dialogues, model=model)
+    preflight(config)  # a model that cannot be found stops here, before the store is created
     with RunStore(db) as store:
         stored = store.run()
         if stored is not None and stored.config_hash != config_hash(config):

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cogwm.cli.common import DataDirOption, err_console
+from cogwm.cli.common import DataDirOption, err_console, preflight_models
 
 
 def serve(
@@ -39,6 +39,12 @@ def serve(
     from cogwm.tasks import get
     from cogwm.web.server import LOOPBACK, PLAY_TASKS, ServerConfig, create_app
 
+    models = list(model or ["llamacpp:smollm2"])
+    # Before anything is created or served: a model that cannot be found is one line now, not
+    # an error on the play page.
+    preflight_models(
+        [("--model", address) for address in models], network=False, base_url_option=False
+    )
     stores = list(db or [])
     for path in stores:
         if not path.is_file():
@@ -52,7 +58,7 @@ def serve(
         scenarios = {t: corpus_scenarios(get(t), folder) for t in PLAY_TASKS}
     config = ServerConfig(
         stores=[*stores, play_db],
-        models=list(model or ["llamacpp:smollm2"]),
+        models=models,
         play_store=play_db,
         host=host,
         port=port,

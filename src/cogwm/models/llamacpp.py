@@ -563,8 +563,17 @@ def split_lora(target: str) -> tuple[str, Path | None]:
     return model, path
 
 
-def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
-    """The backend for ``llamacpp:<target>[+<lora.gguf>]`` (the model is loaded on first use).
+class GgufFiles(NamedTuple):
+    """The files a ``llamacpp:`` address names: the model, its LoRA, and the name shown."""
+
+    name: str
+    path: Path
+    lora: Path | None
+    display_name: str | None
+
+
+def resolve_target(target: str) -> GgufFiles:
+    """The files of ``llamacpp:<target>[+<lora.gguf>]``, found without loading anything.
 
     Raises:
         ConfigError: Unknown model, a missing file or package, or a LoRA added to a shipped
@@ -574,15 +583,29 @@ def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
     adapter = ADAPTER_ALIASES.get(model.lower())
     if adapter is None:
         name, path = resolve_gguf(model)
-        return LlamaCppBackend(name, path, LlamaCppOptions(**options), lora)
+        return GgufFiles(name, path, lora, None)
     if lora is not None:
         raise ConfigError(f"llamacpp:{target}: {model} already applies its own LoRA")
     shipped = adapter_alias_folder(adapter) / "adapter.gguf"
     if not shipped.is_file():
         raise ConfigError(f"llamacpp:{model}: its adapter {shipped} is missing from this install")
     name, path = resolve_gguf(adapter.base)
+    return GgufFiles(name, path, shipped, model.lower())
+
+
+def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
+    """The backend for ``llamacpp:<target>[+<lora.gguf>]`` (the model is loaded on first use).
+
+    Raises:
+        ConfigError: As ``resolve_target``.
+    """
+    files = resolve_target(target)
     return LlamaCppBackend(
-        name, path, LlamaCppOptions(**options), shipped, display_name=model.lower()
+        files.name,
+        files.path,
+        LlamaCppOptions(**options),
+        files.lora,
+        display_name=files.display_name,
     )
 
 
