@@ -10,6 +10,7 @@ import typer
 
 from cogwm.cli.arena import report_console
 from cogwm.cli.common import EXIT_UNITS_FAILED, err_console, print_json
+from cogwm.limits import MAX_DIALOGUES_PER_TASK
 
 
 def quickstart(
@@ -26,7 +27,10 @@ def quickstart(
         ),
     ] = "quick",
     dialogues: Annotated[
-        int | None, typer.Option(min=1, help="Scenarios per task (overrides the preset).")
+        int | None,
+        typer.Option(
+            min=1, max=MAX_DIALOGUES_PER_TASK, help="Scenarios per task (overrides the preset)."
+        ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
     model: Annotated[

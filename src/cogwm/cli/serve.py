@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cogwm.cli.common import DataDirOption, err_console, preflight_models
+from cogwm.limits import MAX_ROUNDS
 
 
 def serve(
@@ -26,7 +27,9 @@ def serve(
         "127.0.0.1"
     ),
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8765,
-    max_rounds: Annotated[int, typer.Option(min=3, help="Rounds of a played dialogue.")] = 20,
+    max_rounds: Annotated[
+        int, typer.Option(min=3, max=MAX_ROUNDS, help="Rounds of a played dialogue.")
+    ] = 20,
     data_dir: DataDirOption = None,
 ) -> None:
     """Serve the runs given with --db and the play page on http://HOST:PORT/."""
