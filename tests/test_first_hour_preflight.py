@@ -123,3 +123,22 @@ def test_arena_run_names_the_agent_whose_model_is_missing(
     line = one_error(capsys, "arena", "run", str(config), "--db", str(tmp_path / "r.sqlite"))
     assert line.startswith("error: agents.warm: unknown model 'hf:/nonexistent/dir': ")
     assert not (tmp_path / "r.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "wrong"),
+    [
+        ("{ n_ctxx = 4096 }", "option n_ctxx"),  # a typo of a llama.cpp option
+        ("{ n_ctx = 8 }", "option n_ctx"),  # below the smallest context
+        ("{ max_attempts = 0 }", "option max_attempts"),  # a common option out of range
+    ],
+)
+def test_arena_run_refuses_bad_model_options_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: str, wrong: str
+) -> None:
+    config = tmp_path / "arena.toml"
+    config.write_text(ARENA.format(agent=f'llamacpp:smollm2"\noptions = {options} #'))
+    line = one_error(capsys, "arena", "run", str(config), "--db", str(tmp_path / "r.sqlite"))
+    assert line.startswith("error: agents.warm: model 'llamacpp:smollm2': "), line
+    assert wrong in line
+    assert not (tmp_path / "r.sqlite").exists()

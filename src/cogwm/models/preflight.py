@@ -1,7 +1,8 @@
 """Checks made before a command calls models, so that it cannot fail the same way hundreds of
 times: every address parses, every backend's libraries are installed, every local model's files
-are there (found, not loaded), every ``openai:`` model has a base URL it was given (never the
-public API by accident), and each distinct endpoint answers one cheap request.
+are there (found, not loaded), every model's options are valid, every ``openai:`` model has a
+base URL it was given (never the public API by accident), and each distinct endpoint answers
+one cheap request.
 
 Every command that runs models (``arena run``, ``quickstart``, ``tom eval``, ``tom build
 --source llm``, ``annotate run``, ``validate``, ``serve --model``) goes through these; a
@@ -49,11 +50,12 @@ def check_address(use: ModelUse, *, base_url_hint: str | None = "options.base_ur
 
     Raises:
         ConfigError: One line naming the role and the address: an address that does not parse,
-            a backend whose libraries are not installed (with the install command), or an
-            ``openai:`` model without a base URL (option or ``$COGWM_BASE_URL``).
+            a backend whose libraries are not installed (with the install command), a local
+            model that is not there, an option the backend refuses, or an ``openai:`` model
+            without a base URL (option or ``$COGWM_BASE_URL``).
     """
     from cogwm.models.openai_api import BASE_URL_ENV, DEFAULT_BASE_URL
-    from cogwm.models.registry import require
+    from cogwm.models.registry import check_options, require
 
     try:
         parsed = parse_spec(use.address)
@@ -64,6 +66,11 @@ def check_address(use: ModelUse, *, base_url_hint: str | None = "options.base_ur
     except ConfigError as exc:
         raise ConfigError(f"{use.role}: model {use.address!r}: {exc}") from None
     check_resolvable(use, parsed)
+    try:
+        check_options(parsed, use.options)
+    except ConfigError as exc:
+        detail = str(exc).removeprefix(f"model {parsed}: ")
+        raise ConfigError(f"{use.role}: model {use.address!r}: {detail}") from None
     has_url = bool(use.options.get("base_url")) or bool(os.environ.get(BASE_URL_ENV))
     if parsed.kind is BackendKind.OPENAI and not has_url:
         fix = (
