@@ -56,6 +56,26 @@ def test_installed_and_shipped_models_pass() -> None:
         check_address(ModelUse("judge", address))
 
 
+def test_an_alias_is_checked_by_its_package_without_asking_for_its_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cogwm.models import llamacpp
+
+    def never(*args: object) -> None:
+        raise AssertionError("the preflight asked for the GGUF file (a chunked one assembles)")
+
+    monkeypatch.setattr(llamacpp, "alias_path", never)
+    check_address(ModelUse("judge", "llamacpp:smollm2-wm"))
+    missing = llamacpp.Alias("no_such_package_for_cogwm", "*.gguf", "a model not installed")
+    monkeypatch.setitem(llamacpp.ALIASES, "absent", missing)
+    with pytest.raises(ConfigError) as caught:
+        check_address(ModelUse("agents.a", "llamacpp:absent"))
+    assert str(caught.value) == (
+        "agents.a: unknown model 'llamacpp:absent': needs the no-such-package-for-cogwm "
+        "package: pip install no-such-package-for-cogwm (or pip install 'cogwm[local]')"
+    )
+
+
 # ------------------------------------------------------------------------------ the commands
 
 

@@ -98,9 +98,9 @@ def check_resolvable(use: ModelUse, parsed: ModelSpec) -> None:
     """
     try:
         if parsed.kind is BackendKind.LLAMACPP:
-            from cogwm.models.llamacpp import resolve_target
+            from cogwm.models.llamacpp import check_target
 
-            resolve_target(parsed.target)
+            check_target(parsed.target)
         elif parsed.kind is BackendKind.HF:
             from cogwm.models.hf import split_target
 
