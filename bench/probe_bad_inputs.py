@@ -486,7 +486,8 @@ def _probes() -> list[Probe]:
         ),
         *(
             Probe(
-                f"{' '.join(args[:2])} --model {model} (refused, nothing created)",
+                f"{' '.join(a for a in args[:2] if not a.startswith(('-', '/')))} --model "
+                f"{model} (refused, nothing created)",
                 lambda d, args=args, model=model: [*_in(d, args), "--model", model],
                 check=lambda d, out, err: (
                     ("--model: unknown model" in err or "agents.empathetic: unknown model" in err)
