@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -521,6 +522,80 @@ def _probes() -> list[Probe]:
             "zero",
             check=lambda d, out, err: out.startswith("cogwm ") and len(out.split()) == 2,
         ),
+        # first-hour probes: models, caps, export
+        Probe(
+            "arena run: judge llamacpp:nosuchmodel (refused before any store)",
+            lambda d: ["arena", "run", judged_by(d, "llamacpp:nosuchmodel"), "--db", f"{d}/r.db"],
+            check=lambda d, out, err: "judge: unknown model" in err and _nothing_but(d, JUDGED),
+        ),
+        Probe(
+            "arena run: agent hf:/nonexistent/dir (refused before any store)",
+            lambda d: [
+                "arena",
+                "run",
+                arena_config(d, agent="hf:/nonexistent/dir"),
+                "--db",
+                f"{d}/r.db",
+            ],
+            check=lambda d, out, err: (
+                "agents.a: unknown model" in err and _nothing_but(d, "arena.toml")
+            ),
+        ),
+        *(
+            Probe(
+                f"{' '.join(a for a in args[:2] if not a.startswith(('-', '/')))} --model "
+                f"{model} (refused, nothing created)",
+                lambda d, args=args, model=model: [*_in(d, args), "--model", model],
+                check=lambda d, out, err: (
+                    ("--model: unknown model" in err or "agents.empathetic: unknown model" in err)
+                    and _nothing_but(d)
+                ),
+            )
+            for args in (
+                ["quickstart", "--db", "{d}/q.sqlite", "--out", "{d}/plots"],
+                ["validate", "--data-dir", "{d}"],
+                [
+                    *("annotate", "run", str(CUSTOM / "dialogues.jsonl")),
+                    *("--task", str(CUSTOM / "task.toml"), "--db", "{d}/a.db"),
+                ],
+                ["serve", "--play-db", "{d}/play.sqlite", "--port", "1"],
+            )
+            for model in ("llamacpp:nosuchmodel", "hf:/nonexistent/dir")
+        ),
+        Probe(
+            "tom eval --model llamacpp:nosuchmodel",
+            lambda d: _with_items(
+                d, ["tom", "eval", f"{d}/items.jsonl", "--model", "llamacpp:nosuchmodel"]
+            ),
+            check=lambda d, out, err: (
+                "--model: unknown model" in err and not (d / "tom.sqlite").exists()
+            ),
+        ),
+        Probe(
+            "arena run --dry-run: max_rounds = 2**63 - 1",
+            lambda d: ["arena", "run", arena_config(d, max_rounds=2**63 - 1), "--dry-run"],
+            check=lambda d, out, err: "max_rounds" in err and "1000" in err,
+        ),
+        Probe(
+            "arena run --dry-run: max_rounds at its bound (1000)",
+            lambda d: ["arena", "run", arena_config(d, max_rounds=1000), "--dry-run"],
+            "zero",
+        ),
+        Probe(
+            "arena run --dry-run: trials above the bound",
+            lambda d: ["arena", "run", with_trials(d, 10**6), "--dry-run"],
+            check=lambda d, out, err: "trials" in err,
+        ),
+        Probe(
+            "quickstart --dialogues 2**63 - 1",
+            lambda d: ["quickstart", "--dialogues", str(2**63 - 1), "--db", f"{d}/q.sqlite"],
+        ),
+        Probe(
+            "arena export of the custom task example (task read from the run)",
+            lambda d: ["arena", "export", "--db", custom_task_run(d), "--conversation", "1"],
+            "zero",
+            check=lambda d, out, err: "TUTOR" in out and "| user" in out,
+        ),
     ]
 
 
@@ -555,6 +630,49 @@ def _refused_resume(d: Path) -> list[str]:
     config = Path(arena_config(d)).read_text()
     changed.write_text(config.replace("max_rounds = 4", "max_rounds = 5"))
     return ["arena", "run", str(changed), "--db", f"{d}/ok.sqlite", "--resume", "--no-progress"]
+CUSTOM = Path(__file__).resolve().parent.parent / "examples" / "custom_task"
+JUDGED = "arena.toml"
+
+
+def judged_by(d: Path, judge: str) -> str:
+    """The probe config with a ``[judge]`` of its own."""
+    path = Path(arena_config(d))
+    path.write_text(path.read_text() + f'\n[judge]\nmodel = "{judge}"\n')
+    return str(path)
+
+
+def with_trials(d: Path, trials: int) -> str:
+    """The probe config with ``trials`` repeats of each conversation."""
+    path = Path(arena_config(d))
+    path.write_text(path.read_text().replace("max_rounds", f"trials = {trials}\nmax_rounds", 1))
+    return str(path)
+
+
+def _nothing_but(d: Path, *names: str) -> bool:
+    """Whether ``d`` holds only ``names`` (and the cache folder): nothing was created."""
+    return {p.name for p in d.iterdir()} <= {*names, "cache"}
+
+
+def _in(d: Path, args: list[str]) -> list[str]:
+    return [a.format(d=d) for a in args]
+
+
+def custom_task_run(d: Path) -> str:
+    """Run the custom task example on the fake model into ``d/tutor.sqlite``, from ``d`` (away
+    from the task file, whose path the run records relative to the repository)."""
+    text = (CUSTOM / "arena.toml").read_text(encoding="utf-8")
+    text = re.sub(r"llamacpp:smollm2(-wm)?", "fake:schema", text)
+    config = d / "tutor.toml"
+    config.write_text(text.replace("examples/custom_task/", f"{CUSTOM}/"), encoding="utf-8")
+    db = d / "tutor.sqlite"
+    subprocess.run(
+        [sys.executable, "-m", "cogwm.cli.main", "arena", "run", str(config), "--db", str(db),
+         "--no-progress"],
+        capture_output=True,
+        cwd=d,
+        check=False,
+    )  # fmt: skip
+    return str(db)
 
 
 def _data() -> str:

@@ -16,6 +16,7 @@ and well-behaved models need none). Costs come from the models' ``cost_per_1k_pr
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -43,7 +44,12 @@ from cogwm.errors import InputError
 from cogwm.models.types import CallRecord
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from cogwm.arena.windows import Windows
+
+    IntArray = npt.NDArray[np.int64]
 
 
 class Budget:
@@ -142,10 +148,13 @@ class _Tally:
         self.role, self.spec = role, spec
         self.calls = self.prompt = self.completion = 0
 
-    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
-        self.calls += 1
-        self.prompt += prompt_tokens
-        self.completion += completion_tokens
+    def add(
+        self, prompt_tokens: int, completion_tokens: int, times: int = 1, calls: int = 1
+    ) -> None:
+        """Count ``calls`` calls that together take these tokens, ``times`` over."""
+        self.calls += calls * times
+        self.prompt += prompt_tokens * times
+        self.completion += completion_tokens * times
 
     def result(self) -> RoleEstimate:
         options = self.spec.options
@@ -180,13 +189,22 @@ def estimate(
     preparations = {(u.task, u.scenario.id): u.scenario for u in units}
     for scenario in preparations.values():
         _prepare(config, scenario, tally)
-    for unit in units:
-        turns = turn_tokens(config, unit.agent, unit.scenario.opening)
+    # The trials of one arm and scenario differ only in their seeds: one plan, counted for each.
+    trials = Counter(_arm(unit) for unit in units)
+    for unit in {_arm(unit): unit for unit in units}.values():
+        times = trials[_arm(unit)]
+        history = HistoryTokens(turn_tokens(config, unit.agent, unit.scenario.opening))
         if unit.agent.kind is not AgentKind.PYTHON:  # a Python agent's calls are its own
             window = windows.agents[unit.agent.name].turns
-            _agent_calls(config, unit, prompts[unit.agent.name].text, turns, window, tally)
-        _user_side_calls(config, unit, turns, windows.simulator.turns, tally)
+            agent_prompt = prompts[unit.agent.name].text
+            _agent_calls(config, unit, agent_prompt, history, window, tally, times)
+        _user_side_calls(config, unit, history, windows.simulator.turns, tally, times)
     return Estimate(len(units), len(preparations), [t.result() for t in tallies.values()])
+
+
+def _arm(unit: Unit) -> tuple[str, str, str, Condition]:
+    """A unit without its trial."""
+    return unit.task, unit.scenario.id, unit.agent.name, unit.condition
 
 
 _Tallier = Callable[[str, ModelConfig], _Tally]
@@ -217,17 +235,38 @@ def turn_tokens(
     """Tokens of every turn of the longest conversation: the opening, then replies that use
     their whole budget (an agent's reply, never its reasoning, enters the history)."""
     rounds = config.max_rounds - COLD_START_ROUNDS
-    turns = [_tokens(t.text) for t in opening]
-    for _ in range(rounds):
-        turns += [agent.max_tokens, user_turn_tokens(config)]
-    return turns
+    replies = [agent.max_tokens, user_turn_tokens(config)]
+    return [_tokens(t.text) for t in opening] + replies * rounds
 
 
-def shown_tokens(turns: Sequence[int], seen: int, limit: int | None) -> int:
-    """Tokens of the history a call shows: the last ``limit`` of the first ``seen`` turns
-    (``None``: all of them)."""
-    start = 0 if limit is None else max(0, seen - limit)
-    return sum(turns[start:seen])
+class HistoryTokens:
+    """Tokens of every turn of the longest conversation (``turn_tokens``) with their running
+    totals, so that the tokens of any stretch of history cost one subtraction: a conversation
+    of n rounds makes about n calls, and summing each call's history afresh made the plan
+    quadratic in ``max_rounds``. The calls of one conversation are asked at once (arrays)."""
+
+    def __init__(self, turns: Sequence[int]) -> None:
+        import numpy as np
+
+        self.turns = list(turns)
+        self._totals = np.concatenate(([0], np.cumsum(np.asarray(self.turns, dtype=np.int64))))
+
+    def shown(self, seen: IntArray, limit: int | None) -> IntArray:
+        """Tokens of the history each call shows: the last ``limit`` of its first ``seen``
+        turns (``None``: all of them)."""
+        import numpy as np
+
+        seen = np.minimum(seen, len(self.turns))
+        start = np.zeros_like(seen) if limit is None else np.maximum(0, seen - limit)
+        shown: IntArray = self._totals[seen] - self._totals[start]
+        return shown
+
+
+def turns_seen(seen: range) -> IntArray:
+    """``seen`` as an array of turn counts."""
+    import numpy as np
+
+    return np.arange(seen.start, seen.stop, seen.step, dtype=np.int64)
 
 
 def agent_call_tokens(
@@ -251,15 +290,16 @@ def _agent_calls(
     config: ArenaConfig,
     unit: Unit,
     own_prompt: str,
-    turns: list[int],
+    history: HistoryTokens,
     window: int | None,
     tally: _Tallier,
+    times: int,
 ) -> None:
     agent: AgentConfig = unit.agent
     system, reply = agent_call_tokens(config, agent, unit.task, own_prompt, unit.condition)
-    spec = agent.backend()
-    for seen in agent_turns_seen(config, len(unit.scenario.opening)):
-        tally(f"agents.{agent.name}", spec).add(system + shown_tokens(turns, seen, window), reply)
+    seen = turns_seen(agent_turns_seen(config, len(unit.scenario.opening)))
+    prompts = system * len(seen) + int(history.shown(seen, window).sum())
+    tally(f"agents.{agent.name}", agent.backend()).add(prompts, reply * len(seen), times, len(seen))
 
 
 def simulator_fixed_tokens(scenario: Scenario) -> int:
@@ -268,23 +308,33 @@ def simulator_fixed_tokens(scenario: Scenario) -> int:
 
 
 def _user_side_calls(
-    config: ArenaConfig, unit: Unit, turns: list[int], window: int | None, tally: _Tallier
+    config: ArenaConfig,
+    unit: Unit,
+    history: HistoryTokens,
+    window: int | None,
+    tally: _Tallier,
+    times: int,
 ) -> None:
     """The simulator's turns, the intent detector's checks and the judge's verdict."""
     opening = len(unit.scenario.opening)
     simulator, detector, judge = config.simulator, config.intent_model, config.judge_model
-    fixed = simulator_fixed_tokens(unit.scenario)
-    for k in range(1, config.max_rounds - COLD_START_ROUNDS + 1):
-        shown = shown_tokens(turns, opening + 2 * k - 1, window)
-        if simulator.python is None:
-            tally("simulator", simulator).add(fixed + shown, simulator.max_tokens)
-        round_number = COLD_START_ROUNDS + k
-        # As the orchestrator: from intent_from_round on, never at the last round.
-        if detector is not None and config.intent_from_round <= round_number < config.max_rounds:
-            shown = shown_tokens(turns, opening + 2 * k, window)
-            tally("intent_detector", detector).add(
-                _tokens(INTENT_DETECTOR.text) + shown, detector.max_tokens
-            )
+    k = turns_seen(range(1, config.max_rounds - COLD_START_ROUNDS + 1))  # simulated rounds
+    if simulator.python is None:
+        shown = int(history.shown(opening + 2 * k - 1, window).sum())
+        fixed = simulator_fixed_tokens(unit.scenario) * len(k)
+        tally("simulator", simulator).add(
+            fixed + shown, simulator.max_tokens * len(k), times, len(k)
+        )
+    # As the orchestrator: from intent_from_round on, never at the last round.
+    round_number = COLD_START_ROUNDS + k
+    asked = k[(config.intent_from_round <= round_number) & (round_number < config.max_rounds)]
+    if detector is not None and len(asked):
+        shown = int(history.shown(opening + 2 * asked, window).sum())
+        fixed = _tokens(INTENT_DETECTOR.text) * len(asked)
+        tally("intent_detector", detector).add(
+            fixed + shown, detector.max_tokens * len(asked), times, len(asked)
+        )
     if judge is not None and config.good_outcome:
+        turns = history.turns
         judged = sum(turns[:opening]) + sum(turns[opening:][-JUDGED_TURNS:])
-        tally("judge", judge).add(_tokens(judge_prompt().text) + judged, judge.max_tokens)
+        tally("judge", judge).add(_tokens(judge_prompt().text) + judged, judge.max_tokens, times)

@@ -38,6 +38,15 @@ from cogwm.arena.prompts import Prompt, agent_task_prompt, fixed_prompts, resolv
 from cogwm.arena.scenarios import ScenarioSource, ScenarioSplit
 from cogwm.arena.termination import Condition
 from cogwm.errors import CogwmError, ConfigError
+from cogwm.limits import (
+    MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
+    MAX_DIALOGUES_PER_TASK,
+    MAX_HISTORY_TURNS,
+    MAX_REPLY_TOKENS,
+    MAX_ROUNDS,
+    MAX_TRIALS,
+)
 from cogwm.models.types import Sampling
 
 #: Backend options that never change a reply, so they stay out of the config hash.
@@ -79,7 +88,7 @@ class ModelConfig(_Section):
         default_factory=dict, description="Backend options passed to cogwm.models.load."
     )
     temperature: float = Field(default=0.0, ge=0.0)
-    max_tokens: int = Field(default=256, ge=1)
+    max_tokens: int = Field(default=256, ge=1, le=MAX_REPLY_TOKENS)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     repeat_penalty: float | None = Field(default=None, gt=0.0)
 
@@ -144,10 +153,11 @@ class SimulatorConfig(ModelConfig):
         "'cogwm.simulator.rule:SentimentMeter' (instead of a model).",
     )
     temperature: float = Field(default=0.3, ge=0.0)
-    max_tokens: int = Field(default=300, ge=1)
+    max_tokens: int = Field(default=300, ge=1, le=MAX_REPLY_TOKENS)
     history_turns: int | None = Field(
         default=None,
         ge=2,
+        le=MAX_HISTORY_TURNS,
         description="Turns of history the simulator sees (default: the top-level history_turns "
         f"of older configs, else {DEFAULT_SIMULATOR_WINDOW}, the window the world model is "
         "trained on).",
@@ -155,6 +165,7 @@ class SimulatorConfig(ModelConfig):
     context_tokens: int | None = Field(
         default=None,
         ge=64,
+        le=MAX_CONTEXT_TOKENS,
         description="The simulator model's context in tokens (default: a llamacpp: model's "
         "n_ctx; unknown for other backends).",
     )
@@ -238,14 +249,21 @@ class AgentConfig(ModelConfig):
     conditions: list[Condition] = Field(default_factory=lambda: [Condition.NO_COT])
     temperature: float = Field(default=0.7, ge=0.0)
     max_tokens: int = Field(
-        default=120, ge=1, description="The reply's budget, the same with and without CoT."
+        default=120,
+        ge=1,
+        le=MAX_REPLY_TOKENS,
+        description="The reply's budget, the same with and without CoT.",
     )
     reasoning_max_tokens: int = Field(
-        default=200, ge=1, description="The reasoning's own budget under CoT (on top)."
+        default=200,
+        ge=1,
+        le=MAX_REPLY_TOKENS,
+        description="The reasoning's own budget under CoT (on top).",
     )
     history_turns: int | None = Field(
         default=None,
         ge=2,
+        le=MAX_HISTORY_TURNS,
         description="Model and endpoint agents: turns of history shown (default: the whole "
         "conversation when the longest one fits context_tokens, else the most whole turns "
         "that fit; see cogwm.arena.windows).",
@@ -253,6 +271,7 @@ class AgentConfig(ModelConfig):
     context_tokens: int | None = Field(
         default=None,
         ge=64,
+        le=MAX_CONTEXT_TOKENS,
         description="The agent model's context in tokens (default: a llamacpp: model's n_ctx; "
         "unknown for other backends, whose agents then see the whole conversation).",
     )
@@ -402,23 +421,28 @@ class ArenaConfig(_Section):
     name: str = "arena"
     seed: int = 0
     tasks: list[str] = Field(min_length=1)
-    dialogues_per_task: int = Field(ge=1)
-    max_rounds: int = Field(default=20, ge=3, description="Rounds in all, cold start included.")
+    dialogues_per_task: int = Field(ge=1, le=MAX_DIALOGUES_PER_TASK)
+    max_rounds: int = Field(
+        default=20, ge=3, le=MAX_ROUNDS, description="Rounds in all, cold start included."
+    )
     intent_from_round: int = Field(
         default=8,
         ge=3,
+        le=MAX_ROUNDS,
         description="First round after which the intent detector runs (at most max_rounds; "
         "equal to it: never).",
     )
     history_turns: int | None = Field(
         default=None,
         ge=2,
+        le=MAX_HISTORY_TURNS,
         description="Older configs' one window: sets the simulator's and every agent's "
         "history_turns where they set none (prefer those).",
     )
     trials: int = Field(
         default=1,
         ge=1,
+        le=MAX_TRIALS,
         description="Conversations per scenario and arm, each with its own seeds (pass^k).",
     )
     paired_seeds: bool = Field(
@@ -427,7 +451,9 @@ class ArenaConfig(_Section):
         "seeds depend on scenario and trial, never on the agent, so every agent meets the same "
         "user draws and paired differences lose that noise.",
     )
-    concurrency: int = Field(default=16, ge=1, description="Conversations in flight.")
+    concurrency: int = Field(
+        default=16, ge=1, le=MAX_CONCURRENCY, description="Conversations in flight."
+    )
     scenarios: ScenarioSource | str = Field(
         default=ScenarioSource.BUILTIN,
         union_mode="left_to_right",

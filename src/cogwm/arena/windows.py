@@ -25,20 +25,24 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cogwm.arena.budget import (
+    HistoryTokens,
     agent_call_tokens,
     agent_turns_seen,
-    shown_tokens,
     simulator_fixed_tokens,
     turn_tokens,
+    turns_seen,
 )
 from cogwm.arena.config import AgentConfig, AgentKind, ArenaConfig, ModelConfig
 from cogwm.arena.scenarios import COLD_START_ROUNDS
 from cogwm.arena.termination import Condition
 from cogwm.arena.units import Unit
 from cogwm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cogwm.arena.budget import IntArray
 
 #: Tokens the chat template adds around each message (role markers, separators).
 MESSAGE_OVERHEAD_TOKENS = 8
@@ -164,16 +168,17 @@ def resolve_windows(config: ArenaConfig, units: Sequence[Unit] | None = None) ->
     )
 
 
-def _largest_call(
-    calls: Sequence[tuple[int, Sequence[int], Sequence[int]]], window: int | None
-) -> int:
+def _largest_call(calls: Sequence[tuple[int, HistoryTokens, IntArray]], window: int | None) -> int:
     """The largest prompt and reply over ``calls``: (fixed tokens, turn tokens, turns seen)."""
+    import numpy as np
+
     peak = 0
     for fixed, turns, seen in calls:
-        for count in seen:
-            shown = count if window is None else min(count, window)
-            history = shown_tokens(turns, count, window) + MESSAGE_OVERHEAD_TOKENS * shown
-            peak = max(peak, fixed + history)
+        if not len(seen):
+            continue
+        shown = seen if window is None else np.minimum(seen, window)
+        history = turns.shown(seen, window) + MESSAGE_OVERHEAD_TOKENS * shown
+        peak = max(peak, fixed + int(history.max()))
     return peak
 
 
@@ -200,10 +205,8 @@ def _fit(
     whole = peak(None)
     if whole <= context:
         return Window(None, context, whole)
-    # The peak grows with the window: the largest that fits is found by bisection.
-    fits = bisect.bisect_right(range(minimum, longest), False, key=lambda t: peak(t) > context)
-    if fits:
-        turns = minimum + fits - 1
+    turns = _largest_fitting(context, longest, minimum, peak)
+    if turns is not None:
         return Window(turns, context, peak(turns), chosen=True)
     raise ConfigError(
         f"{key}: not even {minimum} turns fit the context of {context:,} tokens "
@@ -211,10 +214,20 @@ def _fit(
     )
 
 
+def _largest_fitting(
+    context: int, longest: int, minimum: int, peak: Callable[[int | None], int]
+) -> int | None:
+    """The largest window from ``minimum`` up to ``longest`` whose peak fits ``context``; None
+    when not even ``minimum`` fits. The peak grows with the window, so bisection finds it
+    (trying every window made a long conversation's plan quadratic)."""
+    fits = bisect.bisect_right(range(minimum, longest + 1), False, key=lambda t: peak(t) > context)
+    return minimum + fits - 1 if fits else None
+
+
 def _advice(context: int, longest: int, minimum: int, peak: Callable[[int | None], int]) -> str:
-    fitting = [t for t in range(minimum, longest + 1) if peak(t) <= context]
-    if fitting:
-        return f"give at most {max(fitting)} or leave it unset"
+    fitting = _largest_fitting(context, longest, minimum, peak)
+    if fitting is not None:
+        return f"give at most {fitting} or leave it unset"
     return "raise context_tokens (or n_ctx) or lower max_tokens"
 
 
@@ -225,7 +238,7 @@ def _agent_window(
     if agent.kind is AgentKind.PYTHON:
         return Window(None)  # a Python agent is handed every turn; what it reads is its own
     context = context_tokens(agent.backend(), agent.context_tokens)
-    calls: list[tuple[int, Sequence[int], Sequence[int]]] = []
+    calls: list[tuple[int, HistoryTokens, IntArray]] = []
     done: set[tuple[str, str, Condition]] = set()
     for unit in units:
         met = (unit.task, unit.scenario.id, unit.condition)
@@ -233,10 +246,11 @@ def _agent_window(
             continue
         done.add(met)
         system, reply = agent_call_tokens(config, agent, unit.task, prompt, unit.condition)
-        turns = turn_tokens(config, agent, unit.scenario.opening)
+        turns = HistoryTokens(turn_tokens(config, agent, unit.scenario.opening))
         fixed = system + MESSAGE_OVERHEAD_TOKENS + reply
-        calls.append((fixed, turns, agent_turns_seen(config, len(unit.scenario.opening))))
-    longest = max((max(seen, default=0) for _, _, seen in calls), default=0)
+        seen = turns_seen(agent_turns_seen(config, len(unit.scenario.opening)))
+        calls.append((fixed, turns, seen))
+    longest = max((int(seen.max()) for _, _, seen in calls if len(seen)), default=0)
     if agent.history_turns is not None:
         key = f"agents.{index}.history_turns"
     elif config.history_turns is not None:
@@ -261,9 +275,9 @@ def _simulator_window(config: ArenaConfig, units: Sequence[Unit]) -> Window:
     context = context_tokens(simulator, simulator.context_tokens)
     if context is None:
         return Window(window)
-    calls: list[tuple[int, Sequence[int], Sequence[int]]] = []
+    calls: list[tuple[int, HistoryTokens, IntArray]] = []
     done: set[tuple[str, str, int]] = set()
-    rounds = range(1, config.max_rounds - COLD_START_ROUNDS + 1)
+    rounds = turns_seen(range(1, config.max_rounds - COLD_START_ROUNDS + 1))
     for unit in units:
         # The agents' turns in the history depend on their reply budgets.
         met = (unit.task, unit.scenario.id, unit.agent.max_tokens)
@@ -273,8 +287,8 @@ def _simulator_window(config: ArenaConfig, units: Sequence[Unit]) -> Window:
         opening = len(unit.scenario.opening)
         # The prompt is one system and one user message (the history inside it), then the reply.
         fixed = simulator_fixed_tokens(unit.scenario) + 2 * MESSAGE_OVERHEAD_TOKENS
-        turns = turn_tokens(config, unit.agent, unit.scenario.opening)
-        calls.append((fixed + simulator.max_tokens, turns, [opening + 2 * k - 1 for k in rounds]))
+        turns = HistoryTokens(turn_tokens(config, unit.agent, unit.scenario.opening))
+        calls.append((fixed + simulator.max_tokens, turns, opening + 2 * rounds - 1))
     needed = _largest_call(calls, window) if calls else 0
     if needed > context:
         legacy = simulator.history_turns is None and config.history_turns is not None

@@ -20,6 +20,7 @@ from cogwm.cli.common import (
     require_resumable,
     resolve_data_dir,
 )
+from cogwm.limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from cogwm.annotate.quality import Figure
@@ -66,7 +67,10 @@ def run_command(
         bool, typer.Option("--resume", help="Continue: skip the dialogues already in --db.")
     ] = False,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Dialogues annotated at once.")
+        int,
+        typer.Option(
+            "--concurrency", min=1, max=MAX_CONCURRENCY, help="Dialogues annotated at once."
+        ),
     ] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Sample order and sampling seed.")] = 0,
     labelled_only: Annotated[

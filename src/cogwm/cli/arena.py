@@ -20,6 +20,7 @@ from cogwm.cli.common import (
     print_json,
     require_resumable,
 )
+from cogwm.limits import MAX_DIALOGUES_PER_TASK, MAX_RESAMPLES, MAX_ROUNDS
 
 app = typer.Typer(
     help="Agents under test talk to a cognitive user simulator; rank them by how they move the "
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from cogwm.arena.units import Shard
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
+ResamplesOption = Annotated[
+    int, typer.Option(min=1, max=MAX_RESAMPLES, help="Bootstrap resamples.")
+]
 
 
 def report_console(*, err: bool = False) -> Console:
@@ -251,7 +255,7 @@ def report_command(
     empty: Annotated[
         str, typer.Option(help="Empty B/D/I: 'zero' (paper) or 'carry' (last known value).")
     ] = "zero",
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
+    resamples: ResamplesOption = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     detect: Annotated[
         float | None,
@@ -369,21 +373,26 @@ def sensitivity_command(
     ] = Path("sensitivity-runs"),
     scenarios: Annotated[
         int,
-        typer.Option(min=2, help="Scenarios per task (under 20 the checks are undecided)."),
+        typer.Option(
+            min=2,
+            max=MAX_DIALOGUES_PER_TASK,
+            help="Scenarios per task (under 20 the checks are undecided).",
+        ),
     ] = 20,
     task: Annotated[
         list[str] | None,
         typer.Option("--task", help="Check this task only (repeatable; default ESC and PD)."),
     ] = None,
     rounds: Annotated[
-        int, typer.Option(min=3, help="Rounds per conversation, cold start included.")
+        int,
+        typer.Option(min=3, max=MAX_ROUNDS, help="Rounds per conversation, cold start included."),
     ] = 10,
     seed: Annotated[int, typer.Option(help="Arena and bootstrap seed.")] = 0,
     data_dir: DataDirOption = None,
     rule_k: Annotated[
         float, typer.Option("--rule-k", help="The rule simulator's gain (above 0).")
     ] = 1.0,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
+    resamples: ResamplesOption = 2000,
     force: Annotated[
         bool, typer.Option("--force", help="Continue stores whose config changed.")
     ] = False,

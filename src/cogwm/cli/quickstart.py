@@ -10,6 +10,7 @@ import typer
 
 from cogwm.cli.arena import report_console
 from cogwm.cli.common import EXIT_UNITS_FAILED, err_console, print_json
+from cogwm.limits import MAX_DIALOGUES_PER_TASK
 
 
 def quickstart(
@@ -26,7 +27,10 @@ def quickstart(
         ),
     ] = "quick",
     dialogues: Annotated[
-        int | None, typer.Option(min=1, help="Scenarios per task (overrides the preset).")
+        int | None,
+        typer.Option(
+            min=1, max=MAX_DIALOGUES_PER_TASK, help="Scenarios per task (overrides the preset)."
+        ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
     model: Annotated[
@@ -47,6 +51,7 @@ def quickstart(
     simulated user's validity status, and writes the plots."""
     from cogwm.arena.config import config_hash
     from cogwm.arena.failures import failure_causes, failure_table
+    from cogwm.arena.preflight import preflight
     from cogwm.arena.quickstart import Preset, quickstart_config
     from cogwm.arena.runner import run_arena
     from cogwm.errors import ConfigError, InputError
@@ -58,6 +63,7 @@ def quickstart(
     except ValueError:
         raise InputError(f"--preset must be 'quick' or 'full', got {preset!r}") from None
     config = quickstart_config(chosen, dialogues=dialogues, model=model)
+    preflight(config)  # a model that cannot be found stops here, before the store is created
     stored = stored_run(db)  # read without writing: a refused store is left as it was
     if stored is not None and stored.config_hash != config_hash(config):
         raise ConfigError(

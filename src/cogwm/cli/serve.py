@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from cogwm.cli.common import DataDirOption, err_console
+from cogwm.cli.common import DataDirOption, err_console, preflight_models
+from cogwm.limits import MAX_ROUNDS
 
 
 def serve(
@@ -28,7 +29,9 @@ def serve(
         "127.0.0.1"
     ),
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8765,
-    max_rounds: Annotated[int, typer.Option(min=3, help="Rounds of a played dialogue.")] = 20,
+    max_rounds: Annotated[
+        int, typer.Option(min=3, max=MAX_ROUNDS, help="Rounds of a played dialogue.")
+    ] = 20,
     data_dir: DataDirOption = None,
 ) -> None:
     """Serve the runs given with --db and the play page on http://HOST:PORT/."""
@@ -41,6 +44,12 @@ def serve(
     from cogwm.tasks import get
     from cogwm.web.server import LOOPBACK, PLAY_TASKS, ServerConfig, create_app
 
+    models = list(model or ["llamacpp:smollm2"])
+    # Before anything is created or served: a model that cannot be found is one line now, not
+    # an error on the play page.
+    preflight_models(
+        [("--model", address) for address in models], network=False, base_url_option=False
+    )
     stores = list(db or [])
     for path in stores:
         if not path.is_file():
@@ -54,7 +63,7 @@ def serve(
         scenarios = {t: corpus_scenarios(get(t), folder) for t in PLAY_TASKS}
     config = ServerConfig(
         stores=[*stores, play_db],
-        models=list(model or ["llamacpp:smollm2"]),
+        models=models,
         play_store=play_db,
         host=host,
         port=port,

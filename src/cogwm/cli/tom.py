@@ -28,6 +28,7 @@ from cogwm.cli.common import (
     resolve_data_dir,
 )
 from cogwm.errors import InputError
+from cogwm.limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from cogwm.models import Model
@@ -67,7 +68,10 @@ BaseUrlOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 ConcurrencyOption = Annotated[
-    int, typer.Option("--concurrency", min=1, help="Model calls in flight at once.")
+    int,
+    typer.Option(
+        "--concurrency", min=1, max=MAX_CONCURRENCY, help="Model calls in flight at once."
+    ),
 ]
 
 

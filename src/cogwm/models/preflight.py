@@ -1,11 +1,12 @@
 """Checks made before a command calls models, so that it cannot fail the same way hundreds of
-times: every address parses, every backend's libraries are installed, every ``openai:`` model
-has a base URL it was given (never the public API by accident), and each distinct endpoint
-answers one cheap request.
+times: every address parses, every backend's libraries are installed, every local model's files
+are there (found, not loaded), every model's options are valid, every ``openai:`` model has a
+base URL it was given (never the public API by accident), and each distinct endpoint answers
+one cheap request.
 
-Every command that runs models (``arena run``, ``tom eval``, ``tom build --source llm``,
-``annotate run``, ``validate``) goes through these; a failure is one line naming the role (what
-the model is for) and the address.
+Every command that runs models (``arena run``, ``quickstart``, ``tom eval``, ``tom build
+--source llm``, ``annotate run``, ``validate``, ``serve --model``) goes through these; a
+failure is one line naming the role (what the model is for) and the address.
 """
 
 from __future__ import annotations
@@ -49,11 +50,12 @@ def check_address(use: ModelUse, *, base_url_hint: str | None = "options.base_ur
 
     Raises:
         ConfigError: One line naming the role and the address: an address that does not parse,
-            a backend whose libraries are not installed (with the install command), or an
-            ``openai:`` model without a base URL (option or ``$COGWM_BASE_URL``).
+            a backend whose libraries are not installed (with the install command), a local
+            model that is not there, an option the backend refuses, or an ``openai:`` model
+            without a base URL (option or ``$COGWM_BASE_URL``).
     """
     from cogwm.models.openai_api import BASE_URL_ENV, DEFAULT_BASE_URL
-    from cogwm.models.registry import require
+    from cogwm.models.registry import check_options, require
 
     try:
         parsed = parse_spec(use.address)
@@ -63,6 +65,12 @@ def check_address(use: ModelUse, *, base_url_hint: str | None = "options.base_ur
         require(parsed.kind)
     except ConfigError as exc:
         raise ConfigError(f"{use.role}: model {use.address!r}: {exc}") from None
+    check_resolvable(use, parsed)
+    try:
+        check_options(parsed, use.options)
+    except ConfigError as exc:
+        detail = str(exc).removeprefix(f"model {parsed}: ")
+        raise ConfigError(f"{use.role}: model {use.address!r}: {detail}") from None
     has_url = bool(use.options.get("base_url")) or bool(os.environ.get(BASE_URL_ENV))
     if parsed.kind is BackendKind.OPENAI and not has_url:
         fix = (
@@ -76,6 +84,31 @@ def check_address(use: ModelUse, *, base_url_hint: str | None = "options.base_ur
             f"so it would call {DEFAULT_BASE_URL}; {fix}"
         )
     return parsed
+
+
+def check_resolvable(use: ModelUse, parsed: ModelSpec) -> None:
+    """Refuse an address that names no model on this machine, without loading any weights.
+
+    A ``llamacpp:`` alias needs its package installed and a path its file (and a LoRA's); an
+    ``hf:`` path must exist, a folder with a ``config.json``. ``openai:`` models are asked by
+    ``check_endpoints``; ``fake:`` test doubles are registered at run time and not checked.
+
+    Raises:
+        ConfigError: One line naming the role, the address and what is missing.
+    """
+    try:
+        if parsed.kind is BackendKind.LLAMACPP:
+            from cogwm.models.llamacpp import check_target
+
+            check_target(parsed.target)
+        elif parsed.kind is BackendKind.HF:
+            from cogwm.models.hf import split_target
+
+            split_target(parsed.target)
+    except ConfigError as exc:
+        # The backends' messages start with the address, which the new prefix already names.
+        detail = str(exc).removeprefix(f"{parsed.kind.value}:{parsed.target}").lstrip(": ")
+        raise ConfigError(f"{use.role}: unknown model {use.address!r}: {detail}") from None
 
 
 class _Probe(NamedTuple):

@@ -6,9 +6,10 @@ import hashlib
 import importlib.util
 import json
 import threading
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from pydantic import SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from cogwm.errors import ConfigError
 from cogwm.models.backend import COMMON_OPTION_NAMES, Backend, CommonOptions
@@ -99,6 +100,38 @@ def load(spec: str, **options: Any) -> Model:
     backend_options = {k: v for k, v in options.items() if k not in COMMON_OPTION_NAMES}
     backend, pool = _backend_and_pool(parsed, backend_options, common.max_concurrency)
     return Model(str(parsed), backend, pool, common)
+
+
+def check_options(parsed: ModelSpec, options: Mapping[str, Any]) -> None:
+    """Validate ``options`` as ``load`` would, without building the backend (no file opened,
+    no network). A fake's options join those it was registered with, so fakes are skipped.
+
+    Raises:
+        ConfigError: ``model <address>: option <name>: <what is wrong>``.
+    """
+    if parsed.kind is BackendKind.FAKE:
+        return
+    _common_options(parsed, dict(options))
+    backend_options = {k: v for k, v in options.items() if k not in COMMON_OPTION_NAMES}
+    try:
+        _options_class(parsed.kind).model_validate(backend_options)
+    except ValidationError as exc:
+        raise ConfigError(f"model {parsed}: {_first_error(exc)}") from None
+
+
+def _options_class(kind: BackendKind) -> type[BaseModel]:
+    """The options model of a backend other than the fake one."""
+    if kind is BackendKind.LLAMACPP:
+        from cogwm.models.llamacpp import LlamaCppOptions
+
+        return LlamaCppOptions
+    if kind is BackendKind.OPENAI:
+        from cogwm.models.openai_api import OpenAIOptions
+
+        return OpenAIOptions
+    from cogwm.models.hf import HFOptions
+
+    return HFOptions
 
 
 def _common_options(parsed: ModelSpec, options: dict[str, Any]) -> CommonOptions:

@@ -3,6 +3,7 @@ as a Markdown or LaTeX table (``cogwm arena export``), for papers and issue thre
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from typing import Any
 
@@ -139,7 +140,13 @@ def export_conversation(
         raise InputError(f"{store.path} has no conversation {conversation_id}")
     from cogwm.arena.scoring import conversation_metrics
     from cogwm.report.data import states_of
-    from cogwm.tasks import get
+    from cogwm.tasks import get, register_recorded
+
+    run = store.run()
+    if run is not None:
+        # A run on a task read from a file carries the task (and the emotions it adds to the
+        # lexicon), as the report reads it: the export needs no file.
+        register_recorded(json.loads(run.config_json).get("task_files", {}))
 
     turns = store.turns(conversation_id)
     policy = EmptyPolicy(empty)
