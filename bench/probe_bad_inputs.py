@@ -630,6 +630,8 @@ def _refused_resume(d: Path) -> list[str]:
     config = Path(arena_config(d)).read_text()
     changed.write_text(config.replace("max_rounds = 4", "max_rounds = 5"))
     return ["arena", "run", str(changed), "--db", f"{d}/ok.sqlite", "--resume", "--no-progress"]
+
+
 CUSTOM = Path(__file__).resolve().parent.parent / "examples" / "custom_task"
 JUDGED = "arena.toml"
 
