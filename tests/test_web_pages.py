@@ -527,3 +527,29 @@ def test_readme_lists_the_same_sentences() -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     listed = dict(re.findall(r"^- \*\*(.+?)\*\*: (.+)$", readme, flags=re.MULTILINE))
     assert {k: listed.get(k) for k in METRIC_HELP} == METRIC_HELP
+
+
+def test_the_terminal_report_of_a_play_store_says_left_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``arena report`` on a play store: an open dialogue is a person who stopped playing, not
+    a run to resume (the same words as the page)."""
+    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
+    register()
+    try:
+        play = tmp_path / "play.sqlite"
+        session = new_session(
+            name="walker",
+            task="ESC",
+            scenario=builtin_scenarios("ESC")[0],
+            model=load(f"fake:{FAKE_NAME}"),
+            model_address=f"fake:{FAKE_NAME}",
+            store_path=play,
+        )
+        off_loop(asyncio.run, session.start())
+    finally:
+        unregister_fake(FAKE_NAME)
+    assert cogwm("arena", "report", "--db", play, "--resamples", 50) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # the table wraps long notes
+    assert "resume the run" not in shown
+    assert "1 played dialogue(s) were left open" in shown

@@ -73,7 +73,12 @@ def warnings(report: ArenaReport) -> list[str]:
             f"{report.agent_failures} conversation(s) ended when the agent broke its output "
             "format; they are scored and count against the agent."
         )
-    if report.unfinished:
+    if report.unfinished and report.played:
+        notes.append(
+            f"{report.unfinished} played dialogue(s) were left open (the person stopped "
+            "playing); they are not scored."
+        )
+    elif report.unfinished:
         notes.append(f"{report.unfinished} conversation(s) are unfinished (resume the run).")
     return notes
 

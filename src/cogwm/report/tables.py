@@ -131,6 +131,10 @@ class TaskRow(NamedTuple):
     cells: Cells
 
 
+#: The stored config kind of a play store (people playing the agent on ``cogwm serve``).
+PLAY_KIND = "play"
+
+
 class ArenaReport(NamedTuple):
     """Everything ``cogwm arena report`` shows."""
 
@@ -159,6 +163,9 @@ class ArenaReport(NamedTuple):
     #: The simulated user and what its validity card says (None: not looked up).
     simulator: SimulatorStatus | None = None
     scenarios: str | None = None  # where the cold starts came from, in words
+    #: People played the agent (``cogwm serve``'s play page): open dialogues were left, not
+    #: interrupted.
+    played: bool = False
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -437,6 +444,7 @@ def build_report(
         base_model_agents=data.base_model_agents,
         simulator=run_simulator_status(config),
         scenarios=describe_scenarios(config),
+        played=config.get("kind") == PLAY_KIND,
     )
 
 

@@ -117,18 +117,6 @@ def failure_text(row: ArmRow) -> str:
     return " · ".join(parts)
 
 
-def page_notes(report: ArenaReport, played: bool) -> list[str]:
-    """The report's warnings; a played store's open dialogues are people who stopped playing,
-    not a run to resume."""
-    if not played or not report.unfinished:
-        return warnings(report)
-    return [
-        *warnings(report._replace(unfinished=0)),
-        f"{report.unfinished} played dialogue(s) were left open (the person stopped playing); "
-        "they are not scored.",
-    ]
-
-
 def report_html(
     store: RunStore,
     *,
@@ -153,7 +141,7 @@ def report_html(
             report=report,
             meta=meta,
             played=played,
-            notes=page_notes(report, played),
+            notes=warnings(report),
             status=status_line(report),
             trusted=report.simulator is not None and report.simulator.trusted,
             separation_caption=separation_caption(report),

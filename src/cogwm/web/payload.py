@@ -15,13 +15,12 @@ from cogwm import tasks
 from cogwm.errors import CogwmError
 from cogwm.metrics.trajectory import EmptyPolicy, composite_series
 from cogwm.report.data import RunData, arm_name
+from cogwm.report.tables import PLAY_KIND
 from cogwm.schema import CognitiveState, StateItem
 from cogwm.store.db import ConversationRow, RunStore, TurnRow
 
 #: Digits kept for numbers in the inlined data (the page shows at most three).
 DIGITS = 4
-#: The ``kind`` in the config of a store that ``cogwm serve``'s play page writes.
-PLAY_KIND = "play"
 
 
 def is_play_config(config: Any) -> bool:

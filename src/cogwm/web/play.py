@@ -25,9 +25,10 @@ from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
 from cogwm.errors import InputError
 from cogwm.metrics.trajectory import EmptyPolicy
 from cogwm.models import Model
+from cogwm.report.tables import PLAY_KIND
 from cogwm.schema import Profile, Role
 from cogwm.store import RunStore, UnitRow
-from cogwm.web.payload import PLAY_KIND, composite_or_none, state_record
+from cogwm.web.payload import composite_or_none, state_record
 
 #: A player's name: letters, digits, dot, dash, underscore.
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
