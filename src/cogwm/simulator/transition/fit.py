@@ -239,7 +239,11 @@ def fit_model(
             vectorizer = TfidfVectorizer(
                 ngram_range=(1, 2), min_df=2, max_features=settings.max_features, sublinear_tf=True
             )
-            blocks.append(vectorizer.fit_transform([text_of(r.view, field) for r in rows]))
+            try:
+                blocks.append(vectorizer.fit_transform([text_of(r.view, field) for r in rows]))
+            except ValueError:  # no word in two rows: the field gets no block
+                say(f"no {field} words in two rows or more: no TF-IDF of the {field} turn")
+                continue
             vocabulary = {str(t): int(i) for t, i in vectorizer.vocabulary_.items()}
             tables[field] = TfidfTable(vocabulary, np.asarray(vectorizer.idf_), ngram_max=2)
     x = sparse.hstack(blocks, format="csr")

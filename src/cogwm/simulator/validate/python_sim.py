@@ -6,7 +6,8 @@ the user's state, read on the card's items in prediction mode.
 model). Each item's input becomes an arena conversation: its shown turns, with the previous
 state shown on the user's last turn before the agent's (where none is shown, the simulator's
 own opening reading of those turns stands in, as in the arena); the simulator's ``respond`` then
-gives the state the card scores, exactly as it would in the arena.
+gives the state the card scores, exactly as it would in the arena. An item with no agent turn
+shown yet (the user speaks first) is answered by the simulator's opening reading.
 """
 
 from __future__ import annotations
@@ -93,10 +94,25 @@ def read_one(simulator: PythonSimulator, item: Item, ablation: str, seed: int) -
     task = tasks.get(inp.task)
     setup = UserSetup(context=inp.context, profile=inp.profile or Profile.neutral())
     try:
+        if not any(role == "agent" for role, _ in inp.history):
+            # No agent turn to answer yet: the user's state is the simulator's opening reading
+            # of what they said so far (it says nothing new, so no utterance is scored).
+            return Reading(simulator.read_state(task, setup, opening_turns(inp)), None, None)
         output = simulator.respond(task, setup, arena_turns(simulator, task, inp), seed=seed)
     except (ValueError, CogwmError) as exc:
         return Reading(None, None, f"simulator failed: {exc}")
     return Reading(output.state, output.text, None if output.state else "no state")
+
+
+def opening_turns(inp: WorldModelInput) -> list[ArenaTurn]:
+    """The user's shown turns (no agent turn among them) as cold-start arena turns."""
+    from cogwm.arena.termination import Phase
+    from cogwm.arena.transcript import ArenaTurn
+
+    return [
+        ArenaTurn(index=i, round=0, role=Role.USER, phase=Phase.COLD_START, text=text)
+        for i, (_, text) in enumerate(inp.history)
+    ]
 
 
 def read_python_items(
