@@ -45,22 +45,25 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def dailydialog_val(address: str, data_dir: Path, heldout: Heldout, settings: Settings) -> None:
-    """Print the DailyDialog valence figures on validation items for one simulator."""
+def dailydialog_val(
+    addresses: list[str], data_dir: Path, heldout: Heldout, settings: Settings
+) -> None:
+    """Print the DailyDialog valence figures on validation items for each simulator (the
+    trivial rules fitted once, on train, as the card fits them)."""
     spec = PARTS["dailydialog"]
     assert spec.fit_sets is not None
     sets = spec.fit_sets(data_dir, heldout)
     fitted = fit_rules(spec.rules, sets["train"], sets["val"], ["predict"])
     val = sets["val"]
-    simulator = load_simulator(address)
     items = union(val)
-    readings = asyncio.run(read_items(simulator, items, "predict", seed=settings.seed))
-    by_id = dict(zip((i.id for i in items), readings, strict=True))
     scope = Scope("dailydialog", "predict", settings)
-    figures = state_figures(spec.rules, scope, val, by_id, fitted)
-    for fig in figures:
-        if fig.metric in VALENCE_KEYS:
-            _print_figure(address, fig)
+    for address in addresses:
+        simulator = load_simulator(address)
+        readings = asyncio.run(read_items(simulator, items, "predict", seed=settings.seed))
+        by_id = dict(zip((i.id for i in items), readings, strict=True))
+        for fig in state_figures(spec.rules, scope, val, by_id, fitted):
+            if fig.metric in VALENCE_KEYS:
+                _print_figure(address, fig)
 
 
 def _print_figure(address: str, fig: Figure) -> None:
@@ -138,9 +141,9 @@ def main() -> None:
     sets = history_sets(args.data_dir, heldout, args.histories, args.seed)
     print("histories per task:", {s.task: (len(s.histories), s.n_population) for s in sets})
     for address in args.simulators:
-        if not args.skip_dailydialog:
-            dailydialog_val(address, args.data_dir, heldout, settings)
         counterfactual_val(address, sets, settings)
+    if not args.skip_dailydialog:
+        dailydialog_val(args.simulators, args.data_dir, heldout, settings)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,12 @@ import pytest
 from cogwm.annotate.human import extensions
 from cogwm.errors import InputError
 from cogwm.metrics.sentiment import vader_compound
+from cogwm.schema import CognitiveState, Emotion, StateItem
 from cogwm.simulator.build import Source, build_samples
+from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.rule import SentimentMeter, nearest_emotion
 from cogwm.simulator.validate import build_card
-from cogwm.simulator.validate.items import dailydialog_population
+from cogwm.simulator.validate.items import Item, dailydialog_population
 from cogwm.simulator.validate.python_sim import load_simulator, read_python_items
 from helpers_cli import cogwm
 from helpers_validate import write_corpora
@@ -124,3 +126,35 @@ def test_train_transition_refuses_bad_input(
     assert "manifest.json" in capsys.readouterr().err
     assert cogwm("train", "transition", *bad, "--features", "words") == 2
     assert not out.exists()
+
+
+def test_the_shown_state_sits_on_the_users_last_turn_before_the_agent() -> None:
+    shown = CognitiveState(emotion=Emotion(label="sadness", intensity=2))
+    history = [("user", "Hi."), ("agent", "You are wonderful!"), ("user", "Thanks."),
+               ("agent", "That is terrible, awful news.")]  # fmt: skip
+    item = Item(
+        id="x:4", dialogue_id="x", turn_index=4, utterance="ok", gold="sadness",
+        inp=WorldModelInput(task="ESC", history=history, previous_state=shown),
+    )  # fmt: skip
+    (reading,) = read_python_items(SentimentMeter(), [item], "predict", seed=0)
+    # Only the agent turn after the shown state moves it (not the kind one before).
+    expected = nearest_emotion(shown.emotion.quantified + vader_compound(history[-1][1]))  # type: ignore[union-attr]
+    assert reading.state is not None and reading.state.emotion == expected
+
+
+def test_a_shown_state_without_emotion_gets_the_opening_readings() -> None:
+    shown = CognitiveState(intentions=[StateItem(text="donate", score=1.0)])
+    history = [("user", "I am happy today."), ("agent", "Would you donate? It is wonderful.")]
+    item = Item(
+        id="y:2", dialogue_id="y", turn_index=2, utterance="ok", gold="",
+        inp=WorldModelInput(task="PD", history=history, previous_state=shown),
+    )  # fmt: skip
+    (reading,) = read_python_items(SentimentMeter(), [item], "predict", seed=0)
+    assert reading.error is None and reading.state is not None
+    # The intention moved from the shown score; the emotion from the opening reading.
+    assert reading.state.dimension_value("intention") == pytest.approx(
+        1.0 + vader_compound(history[-1][1])
+    )
+    opening = nearest_emotion(vader_compound(history[0][1]) * 3.0)
+    moved = nearest_emotion(opening.quantified + vader_compound(history[-1][1]))
+    assert reading.state.emotion == moved

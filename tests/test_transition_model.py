@@ -77,7 +77,7 @@ def test_view_takes_the_last_agent_turn_and_the_user_turn_before_it() -> None:
     assert view_of_history("ESC", [("user", "...")], None) == TurnView("ESC", "", "", None)
 
 
-@pytest.mark.parametrize("features", ["text", "numeric"])
+@pytest.mark.parametrize("features", ["text", "numeric", "per-task"])
 def test_a_kind_turn_lifts_the_state_a_rude_one_sinks_it(features: str) -> None:
     model = _fit(features=features, max_features=200)
     shown = _state("sadness", 2, 1.0)
@@ -132,3 +132,13 @@ def test_bad_settings_are_input_errors() -> None:
         Settings(features="words").check()
     with pytest.raises(InputError, match="positive"):
         Settings(c=0).check()
+
+
+def test_the_emotion_takes_the_valence_heads_sign_and_size() -> None:
+    model = _fit(max_features=200)
+    assert model.labels == ["anger", "hope"]
+    # The label head prefers hope, but the valence head says clearly negative: anger, strong.
+    assert model._emotion(np.array([0.2, 0.8]), -4.0) == Emotion(label="anger", intensity=3)
+    assert model._emotion(np.array([0.9, 0.1]), 2.2) == Emotion(label="hope", intensity=1)
+    # No label without valence sign was seen: inside the band the most probable label stands.
+    assert model._emotion(np.array([0.9, 0.1]), 0.1) == Emotion(label="anger", intensity=1)

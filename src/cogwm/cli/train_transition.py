@@ -25,8 +25,13 @@ def train_transition(
     ],
     data_dir: DataDirOption = None,
     features: Annotated[
-        str, typer.Option("--features", help="numeric (state + VADER) or text (+ TF-IDF).")
-    ] = "text",
+        str,
+        typer.Option(
+            "--features",
+            help="numeric (previous state + VADER), per-task (+ each task's own VADER columns) "
+            "or text (numeric + TF-IDF of the agent's and the user's turns).",
+        ),
+    ] = "per-task",
     c: Annotated[
         float, typer.Option("--c", help="Inverse regularisation of the emotion-label head.")
     ] = 1.0,

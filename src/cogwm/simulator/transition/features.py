@@ -72,14 +72,19 @@ def _words(text: str) -> str:
     return "" if text == EMPTY_TURN else text
 
 
-def numeric_names(tasks: Sequence[str], labels: Sequence[str]) -> list[str]:
-    """Names of the numeric features, in column order."""
+def numeric_names(
+    tasks: Sequence[str], labels: Sequence[str], *, per_task: bool = False
+) -> list[str]:
+    """Names of the numeric features, in column order; ``per_task`` adds each task's own copy
+    of the VADER scores (so an agent turn's sentiment may move each task's users differently)."""
     names = [f"task={t}" for t in tasks]
     names += ["prev.emotion", "prev.valence", "prev.intensity", "prev.e"]
     names += [f"prev.label={label}" for label in labels]
     for dim in BDI:
         names += [f"prev.{dim}.known", f"prev.{dim}.score"]
     names += ["agent.present", "user.present", "vader.agent", "vader.user", "prev.e*vader.agent"]
+    if per_task:
+        names += [f"{v}|task={t}" for t in tasks for v in ("vader.agent", "vader.user")]
     return names
 
 
@@ -89,10 +94,8 @@ def normalised_score(value: float, score_range: tuple[float, float]) -> float:
     return (value - low) / (high - low) if high > low else 0.5
 
 
-def numeric_features(
-    view: TurnView, spec: TaskSpec, tasks: Sequence[str], labels: Sequence[str]
-) -> FloatArray:
-    """The numeric features of ``view`` in :func:`numeric_names` order."""
+def numeric_features(view: TurnView, spec: TaskSpec, names: Sequence[str]) -> FloatArray:
+    """The numeric features of ``view`` named ``names`` (from :func:`numeric_names`), in order."""
     values: dict[str, float] = {f"task={view.task}": 1.0}
     prev_e = 0.0
     emotion = view.previous.emotion if view.previous is not None else None
@@ -123,7 +126,8 @@ def numeric_features(
             "prev.e*vader.agent": prev_e * agent_c,
         }
     )
-    names = numeric_names(tasks, labels)
+    values[f"vader.agent|task={view.task}"] = values["vader.agent"]
+    values[f"vader.user|task={view.task}"] = values["vader.user"]
     return np.array([values.get(name, 0.0) for name in names], dtype=np.float64)
 
 

@@ -38,8 +38,9 @@ from cogwm.simulator.transition.model import SCHEMA, LinearHead, TransitionModel
 
 Progress = Callable[[str], None]
 
-#: Feature sets: the numeric block alone, or with TF-IDF of the agent's and the user's turns.
-FEATURE_SETS: tuple[str, ...] = ("numeric", "text")
+#: Feature sets: the numeric block alone, with each task's own VADER columns (``per-task``), or
+#: with TF-IDF of the agent's and the user's turns (``text``).
+FEATURE_SETS: tuple[str, ...] = ("numeric", "per-task", "text")
 #: Fewest scored turns of a B/D/I dimension for it to get a head (else it is carried forward).
 MIN_BDI_ROWS = 50
 
@@ -49,7 +50,7 @@ class Settings:
     """How a model is fitted: feature set, inverse regularisation ``c`` of the label head and
     ridge ``alpha`` of the regressions, TF-IDF columns per text, and the seed."""
 
-    features: str = "text"
+    features: str = "per-task"
     c: float = 1.0
     alpha: float = 1.0
     max_features: int = 5000
@@ -208,10 +209,8 @@ def training_rows(
     return rows, summary
 
 
-def _numeric_matrix(rows: Iterable[Row], tasks_seen: list[str], labels: list[str]) -> Any:
-    return np.vstack(
-        [numeric_features(r.view, tasks.get(r.view.task), tasks_seen, labels) for r in rows]
-    )
+def _numeric_matrix(rows: Iterable[Row], names: list[str]) -> Any:
+    return np.vstack([numeric_features(r.view, tasks.get(r.view.task), names) for r in rows])
 
 
 def fit_model(
@@ -232,7 +231,8 @@ def fit_model(
     if len(labels) < 2:
         raise InputError("the training rows hold fewer than two emotion labels")
     say(f"features of {len(rows):,} rows")
-    blocks = [sparse.csr_matrix(_numeric_matrix(rows, tasks_seen, labels))]
+    names = numeric_names(tasks_seen, labels, per_task=settings.features == "per-task")
+    blocks = [sparse.csr_matrix(_numeric_matrix(rows, names))]
     tables: dict[str, TfidfTable] = {}
     if settings.features == "text":
         for field in TEXT_FIELDS:
@@ -252,7 +252,7 @@ def fit_model(
         tasks=tasks_seen,
         labels=labels,
         label_valences={label: valence(label) for label in labels},
-        numeric=numeric_names(tasks_seen, labels),
+        numeric=names,
         text=tables,
         label_head=heads.label,
         valence_head=heads.value,

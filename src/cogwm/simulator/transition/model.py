@@ -90,7 +90,7 @@ class TransitionModel:
     def features(self, view: TurnView) -> FloatArray:
         """The feature vector of ``view`` (numeric block, then one TF-IDF block per text)."""
         spec = tasks.get(view.task)
-        blocks = [numeric_features(view, spec, self.tasks, self.labels)]
+        blocks = [numeric_features(view, spec, self.numeric)]
         blocks += [self.text[f].vector(text_of(view, f)) for f in TEXT_FIELDS if f in self.text]
         return np.concatenate(blocks)
 

@@ -5,9 +5,10 @@ the user's state, read on the card's items in prediction mode.
 ``python:cogwm.simulator.rule:SentimentMeter``) or ``transition:FILE`` (a fitted transition
 model). Each item's input becomes an arena conversation: its shown turns, with the previous
 state shown on the user's last turn before the agent's (where none is shown, the simulator's
-own opening reading of those turns stands in, as in the arena); the simulator's ``respond`` then
-gives the state the card scores, exactly as it would in the arena. An item with no agent turn
-shown yet (the user speaks first) is answered by the simulator's opening reading.
+own opening reading of those turns stands in, as in the arena, and where the shown state has
+no emotion, the opening reading's emotion); the simulator's ``respond`` then gives the state
+the card scores, exactly as it would in the arena. An item with no agent turn shown yet (the
+user speaks first) is answered by the simulator's opening reading.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from cogwm import tasks
 from cogwm.errors import CogwmError, InputError
-from cogwm.schema import CognitiveState, Profile, Role, TaskSpec
+from cogwm.schema import Profile, Role, TaskSpec
 from cogwm.simulator.format import Mode, WorldModelInput
 from cogwm.simulator.validate.items import Item
 from cogwm.simulator.validate.reader import Reading, world_model_input
@@ -80,7 +81,12 @@ def arena_turns(
         phase = Phase.SIMULATED if index == len(shown) else Phase.COLD_START
         turns.append(ArenaTurn(index=index, round=round_, role=Role(role), phase=phase, text=text))
     setup = UserSetup(context=inp.context, profile=inp.profile or Profile.neutral())
-    state: CognitiveState = inp.previous_state or simulator.read_state(task, setup, turns[:-1])
+    state = inp.previous_state
+    if state is None or state.emotion is None:
+        # The arena always shows a Python simulator a state with an emotion (its own opening
+        # reading at first); where the corpus labels none, the opening reading supplies it.
+        opening = simulator.read_state(task, setup, turns[:-1])
+        state = opening if state is None else state.model_copy(update={"emotion": opening.emotion})
     last_user = max(i for i, t in enumerate(turns) if t.role is Role.USER)
     turns[last_user] = turns[last_user].model_copy(update={"state": state})
     return turns
