@@ -15,6 +15,7 @@ not measured here.
 
 Usage: python bench/bench_transition_val.py --data-dir DIR --samples-manifest M.json
        SIMULATOR [SIMULATOR ...] [--histories 120] [--resamples 2000] [--seed 0]
+       [--skip-dailydialog] [--skip-counterfactual]
 """
 
 from __future__ import annotations
@@ -134,14 +135,16 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-dailydialog", action="store_true")
+    parser.add_argument("--skip-counterfactual", action="store_true")
     args = parser.parse_args()
     extensions.register()
     heldout = heldout_from_manifest(args.samples_manifest, "test")
     settings = Settings(resamples=args.resamples, seed=args.seed)
-    sets = history_sets(args.data_dir, heldout, args.histories, args.seed)
-    print("histories per task:", {s.task: (len(s.histories), s.n_population) for s in sets})
-    for address in args.simulators:
-        counterfactual_val(address, sets, settings)
+    if not args.skip_counterfactual:
+        sets = history_sets(args.data_dir, heldout, args.histories, args.seed)
+        print("histories per task:", {s.task: (len(s.histories), s.n_population) for s in sets})
+        for address in args.simulators:
+            counterfactual_val(address, sets, settings)
     if not args.skip_dailydialog:
         dailydialog_val(args.simulators, args.data_dir, heldout, settings)
 
