@@ -4,13 +4,15 @@ The file (schema ``cogwm.transition/1``) holds the feature layout (tasks, emotio
 numeric feature names, TF-IDF tables) and three heads, all linear:
 
 - ``label``: a multinomial logistic regression over the emotion labels seen in training;
-- ``valence``: a ridge regression of the next valence x intensity;
+- ``valence``: a ridge regression of the next valence x intensity (recorded beside the label
+  head; on validation items it ranked pleasant against unpleasant turns worse, so the emotion
+  is read from the label head);
 - ``bdi``: per dimension, a ridge regression of the next score mapped to [0, 1] (absent where
   training had too few scored turns of that dimension).
 
-The next emotion is the most probable label whose valence has the sign of the predicted
-valence x intensity (no sign inside :data:`NEUTRAL_BAND`), at the intensity nearest to the
-predicted magnitude; so the label head says *which* emotion, the valence head *how good or bad*.
+The next emotion is a label without valence sign (neutral, surprise) when those labels hold more
+than :data:`NEUTRAL_SHARE` of the label head's probability; else the most probable label of the
+likelier sign, at an intensity that grows with how much likelier that sign is.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ from cogwm.simulator.transition.features import (
 
 #: The tag of a transition model file.
 SCHEMA = "cogwm.transition/1"
-#: |valence x intensity| below this is shown as a label without valence sign where one exists.
-NEUTRAL_BAND = 0.5
+#: The share of the label head's probability on labels without valence sign (neutral, surprise)
+#: above which the next emotion is one of them.
+NEUTRAL_SHARE = 0.95
 _ITEM_FIELDS = ("beliefs", "desires", "intentions")
 
 
@@ -105,7 +108,7 @@ class TransitionModel:
     def predict(self, view: TurnView) -> CognitiveState:
         """The next state: emotion from the label and valence heads, B/D/I from their heads."""
         x = self.features(view)
-        emotion = self._emotion(self.label_probabilities(x), float(self.valence_head.scores(x)[0]))
+        emotion = self._emotion(self.label_probabilities(x))
         spec = tasks.get(view.task)
         low, high = spec.score_range
         lists: dict[str, list[StateItem]] = {}
@@ -122,16 +125,24 @@ class TransitionModel:
             ]
         return CognitiveState(emotion=emotion, **lists)
 
-    def _emotion(self, probabilities: FloatArray, value: float) -> Emotion:
-        sign = 0 if abs(value) < NEUTRAL_BAND else (1 if value > 0 else -1)
+    def _emotion(self, probabilities: FloatArray) -> Emotion:
+        """The emotion from the label head: a label without valence sign when its labels hold
+        more than :data:`NEUTRAL_SHARE`, else the most probable label of the likelier sign, at
+        an intensity that grows with how much likelier that sign is (so the state keeps the
+        head's ranking of good against bad, which a most-probable label alone would lose)."""
+        signs = np.sign([self.label_valences[label] for label in self.labels])
         order = np.argsort(-probabilities, kind="stable")
-        matching = [i for i in order if np.sign(self.label_valences[self.labels[i]]) == sign]
+        if probabilities[signs == 0].sum() > NEUTRAL_SHARE or not (signs != 0).any():
+            sign, strength = 0, 0.0
+        else:
+            positive = float(probabilities[signs > 0].sum())
+            share = positive / float(probabilities[signs != 0].sum())
+            sign, strength = (1 if share >= 0.5 else -1), abs(2 * share - 1)
+        matching = [i for i in order if signs[i] == sign]
         label = self.labels[matching[0] if matching else order[0]]
-        size = abs(self.label_valences[label])
-        intensity = round(abs(value) / size) if size > 0 else min(INTENSITIES)
-        return Emotion(
-            label=label, intensity=min(max(INTENSITIES), max(min(INTENSITIES), intensity))
-        )
+        levels = len(INTENSITIES)
+        intensity = INTENSITIES[min(levels - 1, int(strength * levels))]
+        return Emotion(label=label, intensity=intensity)
 
     def to_json(self) -> dict[str, Any]:
         """The model as a JSON object (schema :data:`SCHEMA`)."""
