@@ -134,11 +134,13 @@ def test_bad_settings_are_input_errors() -> None:
         Settings(c=0).check()
 
 
-def test_the_emotion_keeps_the_label_heads_ranking_of_good_against_bad() -> None:
+def test_the_label_head_picks_the_sign_the_valence_head_the_intensity() -> None:
     model = _fit(max_features=200)
     assert model.labels == ["anger", "hope"]
-    # The likelier sign picks the label; how much likelier sets the intensity.
-    assert model._emotion(np.array([0.9, 0.1])) == Emotion(label="anger", intensity=3)
-    assert model._emotion(np.array([0.6, 0.4])) == Emotion(label="anger", intensity=1)
-    assert model._emotion(np.array([0.3, 0.7])) == Emotion(label="hope", intensity=2)
-    assert model._emotion(np.array([0.0, 1.0])) == Emotion(label="hope", intensity=3)
+    # The label head's likelier sign picks the label, whatever the valence head's sign.
+    assert model._emotion(np.array([0.6, 0.4]), 1.0) == Emotion(label="anger", intensity=1)
+    assert model._emotion(np.array([0.3, 0.7]), -4.0) == Emotion(label="hope", intensity=2)
+    # The valence head's size sets the intensity (|value| / |valence|, clipped to 1..3).
+    assert model._emotion(np.array([0.9, 0.1]), -4.4) == Emotion(label="anger", intensity=3)
+    assert model._emotion(np.array([0.9, 0.1]), -2.9) == Emotion(label="anger", intensity=2)
+    assert model._emotion(np.array([0.0, 1.0]), 9.0) == Emotion(label="hope", intensity=3)

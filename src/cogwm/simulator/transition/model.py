@@ -4,15 +4,16 @@ The file (schema ``cogwm.transition/1``) holds the feature layout (tasks, emotio
 numeric feature names, TF-IDF tables) and three heads, all linear:
 
 - ``label``: a multinomial logistic regression over the emotion labels seen in training;
-- ``valence``: a ridge regression of the next valence x intensity (recorded beside the label
-  head; on validation items it ranked pleasant against unpleasant turns worse, so the emotion
-  is read from the label head);
+- ``valence``: a ridge regression of the next valence x intensity;
 - ``bdi``: per dimension, a ridge regression of the next score mapped to [0, 1] (absent where
   training had too few scored turns of that dimension).
 
-The next emotion is a label without valence sign (neutral, surprise) when those labels hold more
-than :data:`NEUTRAL_SHARE` of the label head's probability; else the most probable label of the
-likelier sign, at an intensity that grows with how much likelier that sign is.
+The next emotion's label comes from the label head: one without valence sign (neutral,
+surprise) when those hold more than :data:`NEUTRAL_SHARE` of its probability, else the most
+probable label of the likelier sign (the head's share of pleasant among signed labels ranks
+pleasant against unpleasant turns better than the valence head does). Its intensity comes from
+the valence head: the one nearest to the predicted |valence x intensity| over the label's
+valence (it moves with the agent's turn where the label head is sure of the sign).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class TransitionModel:
     def predict(self, view: TurnView) -> CognitiveState:
         """The next state: emotion from the label and valence heads, B/D/I from their heads."""
         x = self.features(view)
-        emotion = self._emotion(self.label_probabilities(x))
+        emotion = self._emotion(self.label_probabilities(x), float(self.valence_head.scores(x)[0]))
         spec = tasks.get(view.task)
         low, high = spec.score_range
         lists: dict[str, list[StateItem]] = {}
@@ -125,24 +126,24 @@ class TransitionModel:
             ]
         return CognitiveState(emotion=emotion, **lists)
 
-    def _emotion(self, probabilities: FloatArray) -> Emotion:
-        """The emotion from the label head: a label without valence sign when its labels hold
-        more than :data:`NEUTRAL_SHARE`, else the most probable label of the likelier sign, at
-        an intensity that grows with how much likelier that sign is (so the state keeps the
-        head's ranking of good against bad, which a most-probable label alone would lose)."""
+    def _emotion(self, probabilities: FloatArray, value: float) -> Emotion:
+        """The emotion: the label head says which label (a label without valence sign when
+        those hold more than :data:`NEUTRAL_SHARE`, else the most probable label of the likelier
+        sign), the valence head ``value`` how strong (the intensity nearest to ``|value|`` over
+        the label's valence)."""
         signs = np.sign([self.label_valences[label] for label in self.labels])
         order = np.argsort(-probabilities, kind="stable")
-        if probabilities[signs == 0].sum() > NEUTRAL_SHARE or not (signs != 0).any():
-            sign, strength = 0, 0.0
-        else:
+        sign = 0
+        if probabilities[signs == 0].sum() <= NEUTRAL_SHARE and (signs != 0).any():
             positive = float(probabilities[signs > 0].sum())
-            share = positive / float(probabilities[signs != 0].sum())
-            sign, strength = (1 if share >= 0.5 else -1), abs(2 * share - 1)
+            sign = 1 if positive >= float(probabilities[signs != 0].sum()) / 2 else -1
         matching = [i for i in order if signs[i] == sign]
         label = self.labels[matching[0] if matching else order[0]]
-        levels = len(INTENSITIES)
-        intensity = INTENSITIES[min(levels - 1, int(strength * levels))]
-        return Emotion(label=label, intensity=intensity)
+        size = abs(self.label_valences[label])
+        intensity = round(abs(value) / size) if size > 0 else min(INTENSITIES)
+        return Emotion(
+            label=label, intensity=min(max(INTENSITIES), max(min(INTENSITIES), intensity))
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The model as a JSON object (schema :data:`SCHEMA`)."""
