@@ -134,13 +134,11 @@ def test_bad_settings_are_input_errors() -> None:
         Settings(c=0).check()
 
 
-def test_the_label_head_picks_the_sign_the_valence_head_the_intensity() -> None:
+def test_the_emotion_takes_the_valence_heads_sign_and_size() -> None:
     model = _fit(max_features=200)
     assert model.labels == ["anger", "hope"]
-    # The label head's likelier sign picks the label, whatever the valence head's sign.
-    assert model._emotion(np.array([0.6, 0.4]), 1.0) == Emotion(label="anger", intensity=1)
-    assert model._emotion(np.array([0.3, 0.7]), -4.0) == Emotion(label="hope", intensity=2)
-    # The valence head's size sets the intensity (|value| / |valence|, clipped to 1..3).
-    assert model._emotion(np.array([0.9, 0.1]), -4.4) == Emotion(label="anger", intensity=3)
-    assert model._emotion(np.array([0.9, 0.1]), -2.9) == Emotion(label="anger", intensity=2)
-    assert model._emotion(np.array([0.0, 1.0]), 9.0) == Emotion(label="hope", intensity=3)
+    # The label head prefers hope, but the valence head says clearly negative: anger, strong.
+    assert model._emotion(np.array([0.2, 0.8]), -4.0) == Emotion(label="anger", intensity=3)
+    assert model._emotion(np.array([0.9, 0.1]), 2.2) == Emotion(label="hope", intensity=1)
+    # No label without valence sign was seen: inside the band the most probable label stands.
+    assert model._emotion(np.array([0.9, 0.1]), 0.1) == Emotion(label="anger", intensity=1)
