@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from cogwm.cli.common import console, err_console, print_json, require_resumable
+from cogwm.cli.train_transition import train_transition
 from cogwm.errors import ConfigError
 
 app = typer.Typer(
@@ -192,6 +193,9 @@ def train(
             soft_wrap=True,
         )
     console.print(f"serve it: hf:{result.base_dir}+{result.out}", soft_wrap=True)
+
+
+app.command("transition")(train_transition)
 
 
 @app.command("export-gguf")

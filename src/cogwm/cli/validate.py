@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 from rich.table import Column, Table
@@ -29,6 +29,10 @@ from cogwm.simulator.validate.compare import (
 )
 from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
 
+if TYPE_CHECKING:
+    from cogwm.arena.simulators import PythonSimulator
+    from cogwm.models.model import Model
+
 
 def validate(
     cards: Annotated[
@@ -39,6 +43,16 @@ def validate(
         str | None,
         typer.Option(
             "--model", help="Simulator address, e.g. llamacpp:smollm2.", show_default=False
+        ),
+    ] = None,
+    simulator: Annotated[
+        str | None,
+        typer.Option(
+            "--simulator",
+            help="A simulator that is not a model, its states read in prediction mode: "
+            "python:package.module:factory (e.g. python:cogwm.simulator.rule:SentimentMeter) or "
+            "transition:FILE (from `cogwm train transition`).",
+            show_default=False,
         ),
     ] = None,
     data_dir: DataDirOption = None,
@@ -178,24 +192,28 @@ def validate(
         return
     if cards:
         raise InputError("card files are only read with --compare")
-    if model is None:
-        raise InputError("pass --model ADDRESS to measure a simulator, or --compare CARDS")
+    if (model is None) == (simulator is None):
+        raise InputError(
+            "pass --model ADDRESS or --simulator ADDRESS to measure a simulator, or --compare CARDS"
+        )
     if heldout not in HELDOUT_RULES:
         raise InputError(f"--heldout must be test or all, got {heldout!r}")
-    modes = _split(mode) if mode else ["understand"]
+    modes = _split(mode) if mode else ["understand" if simulator is None else "predict"]
+    address = model or simulator or ""
     options = _Options(
         limit,
         seed,
         ablation,
-        _heldout(heldout, split_seed, _manifest_of(model, samples_manifest, train_samples)),
+        _heldout(heldout, split_seed, _manifest_of(address, samples_manifest, train_samples)),
         modes,
         pipeline,
         label,
         resamples,
         network_preflight,
         train_samples,
+        python=simulator is not None,
     )
-    _measure(model, data_dir, parts, options, out, as_json)
+    _measure(address, data_dir, parts, options, out, as_json)
 
 
 def _manifest_of(address: str, manifest: Path | None, train_samples: Path | None) -> Path | None:
@@ -254,6 +272,7 @@ class _Options(NamedTuple):
     resamples: int
     network_preflight: bool
     train_samples: Path | None
+    python: bool = False
 
 
 def _measure(
@@ -265,12 +284,12 @@ def _measure(
     as_json: bool,
 ) -> None:
     from cogwm import models
-    from cogwm.simulator.validate import DEFAULT_PARTS, build_card, card_json, write_card
+    from cogwm.simulator.validate import build_card, card_json, write_card
     from cogwm.simulator.validate.memorisation import train_file
     from cogwm.simulator.validate.reader import check_ablation, check_pipeline
     from cogwm.simulator.validate.run import check_modes, check_parts
 
-    names = check_parts(_split(parts) if parts else list(DEFAULT_PARTS))
+    names = check_parts(_split(parts) if parts else _default_parts(options.python))
     check_ablation(options.ablation)
     check_modes(options.modes)
     check_pipeline(options.pipeline)
@@ -281,10 +300,15 @@ def _measure(
         if "predict" not in options.modes:
             err_console.print("--train-samples: no --mode predict, so no memorisation figure")
     directory = resolve_data_dir(data_dir)
-    preflight_models(
-        [("--model", address)], network=options.network_preflight, base_url_option=False
-    )
-    simulator = models.load(address)
+    if options.python:
+        from cogwm.simulator.validate.python_sim import load_simulator
+
+        simulator: Model | PythonSimulator = load_simulator(address)
+    else:
+        preflight_models(
+            [("--model", address)], network=options.network_preflight, base_url_option=False
+        )
+        simulator = models.load(address)
     card = build_card(
         simulator,
         address=address,
@@ -312,6 +336,14 @@ def _measure(
         print_json(card_json(card))
         return
     _print_card(card)
+
+
+def _default_parts(python: bool) -> list[str]:
+    """Every part; without the judges (which ask a model) for a Python simulator."""
+    from cogwm.simulator.validate import DEFAULT_PARTS
+    from cogwm.simulator.validate.parts import JUDGES
+
+    return [p for p in DEFAULT_PARTS if not (python and p == JUDGES)]
 
 
 def _split(values: list[str]) -> list[str]:

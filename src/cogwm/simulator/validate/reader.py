@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cogwm import tasks
 from cogwm.errors import InputError
@@ -29,6 +29,9 @@ from cogwm.simulator.format import (
     to_state,
 )
 from cogwm.simulator.validate.items import Item
+
+if TYPE_CHECKING:
+    from cogwm.arena.simulators import PythonSimulator
 
 #: Input switches: which parts of the input the simulator is not shown (paper Tables 5, 17, 19).
 ABLATIONS: dict[str, str] = {
@@ -165,7 +168,7 @@ def check_pipeline(name: str) -> str:
 
 
 async def read_items(
-    model: Model,
+    model: Model | PythonSimulator,
     items: Sequence[Item],
     mode: Mode,
     *,
@@ -180,9 +183,16 @@ async def read_items(
     (``state`` None, ``error`` set). A call that fails for the infrastructure (server down,
     timeouts after retries) is too; when every call fails that way the run stops.
 
+    A Python simulator (not a model) is read by
+    :func:`~cogwm.simulator.validate.python_sim.read_python_items` instead.
+
     Raises:
         InputError: Every call failed with a model-call error (the first one is named).
     """
+    if not isinstance(model, Model):
+        from cogwm.simulator.validate.python_sim import read_python_items
+
+        return read_python_items(model, items, mode, seed=seed, ablation=ablation, on_done=on_done)
     sampling = Sampling(temperature=0.0, max_tokens=MAX_TOKENS, seed=seed)
     gate = asyncio.Semaphore(CONCURRENCY)
     call_errors: list[str] = []

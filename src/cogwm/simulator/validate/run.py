@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -66,6 +66,14 @@ from cogwm.simulator.validate.reader import (
     check_pipeline,
     read_items,
 )
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from cogwm.arena.simulators import PythonSimulator
+
+    #: What a card measures: a model, or a Python simulator that sets the state (prediction mode).
+    Simulator: TypeAlias = Model | PythonSimulator
 
 #: What the simulator is shown for each item (the training samples' input).
 INPUT = (
@@ -181,7 +189,7 @@ class _Bar:
 
 
 def build_card(
-    model: Model,
+    model: Simulator,
     *,
     address: str,
     data_dir: Path,
@@ -206,7 +214,7 @@ def build_card(
     its change and no-previous items.
 
     Args:
-        model: The simulator.
+        model: The simulator: a model, or a Python simulator (its states in prediction mode).
         address: Its address (recorded on the card).
         data_dir: The folder of the corpora.
         parts: Parts to measure (names of :data:`PARTS`; names of :data:`NOT_YET` are recorded
@@ -243,6 +251,8 @@ def build_card(
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     modes = check_modes(modes)
+    if not isinstance(model, Model):
+        _check_python(names, modes)
     # Read before the first call (a bad file fails fast) and once for every part.
     index = _training_index(train_samples, modes)
     runs: list[_Run] = []
@@ -267,7 +277,11 @@ def build_card(
         all_readings = asyncio.run(
             _read_all(model, runs, bar, seed=seed, ablation=ablation, pipeline=pipeline)
         )
-        verdicts = asyncio.run(_judge_sets(model, judged, bar, seed=seed))
+        verdicts = (
+            asyncio.run(_judge_sets(model, judged, bar, seed=seed))
+            if isinstance(model, Model)
+            else {}
+        )
         check_readings = asyncio.run(
             _read_checks(model, plans, bar, seed=seed, ablation=ablation, pipeline=pipeline)
         )
@@ -304,6 +318,18 @@ def build_card(
     )
 
 
+def _check_python(names: Sequence[str], modes: Sequence[Mode]) -> None:
+    """Refuse what a Python simulator cannot do: understand a given turn, or judge.
+
+    Raises:
+        InputError: Understanding mode or the judges part.
+    """
+    if "understand" in modes:
+        raise InputError("a Python simulator is carded in prediction mode only (--mode predict)")
+    if JUDGES in names:
+        raise InputError("the judges part asks a model; leave it out for a Python simulator")
+
+
 class _CheckPlan(Protocol):
     """A responsiveness check's calls and scoring (see :data:`CHECKS`)."""
 
@@ -319,7 +345,7 @@ class _CheckPlan(Protocol):
 
 
 async def _read_checks(
-    model: Model,
+    model: Simulator,
     plans: Sequence[_CheckPlan],
     bar: _Bar,
     *,
@@ -492,7 +518,7 @@ def _judge_info(
 
 
 async def _read_all(
-    model: Model, runs: Sequence[_Run], bar: _Bar, *, seed: int, ablation: str, pipeline: str
+    model: Simulator, runs: Sequence[_Run], bar: _Bar, *, seed: int, ablation: str, pipeline: str
 ) -> list[dict[str, Reading]]:
     """Every run's readings by item id; runs go concurrently, so a local model that answers one
     call at a time takes them in turn and an interrupted card has calls of every part."""

@@ -1,0 +1,153 @@
+"""State simulators compared on the card's *validation* items (candidate selection, never test).
+
+For each simulator address (``transition:FILE``, ``python:cogwm.simulator.rule:SentimentMeter``,
+...), in prediction mode:
+
+1. DailyDialog valence AUROC on the clean validation items (all, change, no previous), with
+   its 95 % bootstrap CI over dialogues, n, and beside it carry-forward, VADER, TF-IDF and
+   their combination (fitted on train, as the card fits them) and the gate against the best.
+2. Counterfactual ordering per task (ESC, PD, MI) on validation histories (the clean
+   validation dialogues of ESConv, PersuasionForGood and AnnoMI), in valence x intensity and in
+   Comp_t, each with its 95 % CI and n.
+
+The known-groups check runs on the FailedESConv hold-out only (the gate's test set), so it is
+not measured here.
+
+Usage: python bench/bench_transition_val.py --data-dir DIR --samples-manifest M.json
+       SIMULATOR [SIMULATOR ...] [--histories 120] [--resamples 2000] [--seed 0]
+       [--skip-dailydialog] [--skip-counterfactual]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from cogwm.annotate.human import extensions
+from cogwm.simulator.validate import counterfactual as cf
+from cogwm.simulator.validate.baselines import fit_rules, state_figures
+from cogwm.simulator.validate.card import Check, Figure
+from cogwm.simulator.validate.figures import Scope, Settings
+from cogwm.simulator.validate.items import Heldout, Item, heldout_from_manifest
+from cogwm.simulator.validate.parts import PARTS, sample_items, union
+from cogwm.simulator.validate.python_sim import load_simulator
+from cogwm.simulator.validate.reader import read_items
+
+#: The valence figure's keys printed.
+VALENCE_KEYS = ("valence_auroc",)
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def dailydialog_val(
+    addresses: list[str], data_dir: Path, heldout: Heldout, settings: Settings
+) -> None:
+    """Print the DailyDialog valence figures on validation items for each simulator (the
+    trivial rules fitted once, on train, as the card fits them)."""
+    spec = PARTS["dailydialog"]
+    assert spec.fit_sets is not None
+    sets = spec.fit_sets(data_dir, heldout)
+    fitted = fit_rules(spec.rules, sets["train"], sets["val"], ["predict"])
+    val = sets["val"]
+    items = union(val)
+    scope = Scope("dailydialog", "predict", settings)
+    for address in addresses:
+        simulator = load_simulator(address)
+        readings = asyncio.run(read_items(simulator, items, "predict", seed=settings.seed))
+        by_id = dict(zip((i.id for i in items), readings, strict=True))
+        for fig in state_figures(spec.rules, scope, val, by_id, fitted):
+            if fig.metric in VALENCE_KEYS:
+                _print_figure(address, fig)
+
+
+def _print_figure(address: str, fig: Figure) -> None:
+    b = fig.baselines
+    gate = "-"
+    if fig.gate is not None and fig.gate.difference is not None:
+        gate = f"{fig.gate.difference:+.3f} {_interval(fig.gate.ci_low, fig.gate.ci_high)}"
+    print(
+        f"{address} | {fig.key} | {_num(fig.value)} "
+        f"{_interval(fig.ci_low, fig.ci_high)} n={fig.n} failed={fig.n_failed} | carry "
+        f"{_num(b.carry_forward)} vader {_num(b.lexicon)} tfidf {_num(b.text_classifier)} "
+        f"comb {_num(b.combined)} "
+        f"best={b.best_trivial} | gate {gate}",
+        flush=True,
+    )
+
+
+def history_sets(
+    data_dir: Path, heldout: Heldout, limit: int | None, seed: int
+) -> list[cf.HistorySet]:
+    """Each task's validation histories (clean validation dialogues ending in an agent turn)."""
+    sets = []
+    for offset, (task, corpus) in enumerate(cf.TASK_CORPORA.items()):
+        spec = PARTS[corpus]
+        assert spec.fit_sets is not None
+        items: list[Item] = [
+            i
+            for i in union(spec.fit_sets(data_dir, heldout)["val"])
+            if i.dialogue_id.startswith(f"{corpus}:") and cf._ends_with_agent_turn(i)
+        ]
+        unique = list({i.id: i for i in items}.values())
+        sets.append(
+            cf.HistorySet(
+                task=task,
+                corpus=corpus,
+                split="val",
+                histories=sample_items(unique, limit, seed + offset),
+                n_population=len(unique),
+            )
+        )
+    return sets
+
+
+def counterfactual_val(address: str, sets: list[cf.HistorySet], settings: Settings) -> list[Check]:
+    """The counterfactual checks of one simulator on the validation histories."""
+    bank = cf.load_bank()
+    calls = cf.condition_items(sets, bank, settings.seed)
+    simulator = load_simulator(address)
+    readings = asyncio.run(read_items(simulator, calls, "predict", seed=settings.seed))
+    by_id = {c.id: r for c, r in zip(calls, readings, strict=True)}
+    checks = [c for s in sets for c in cf.counterfactual_checks(s, by_id, settings, bank)]
+    for check in checks:
+        print(
+            f"{address} | counterfactual.{check.task}.{check.metric} | {_num(check.value)} "
+            f"{_interval(check.ci_low, check.ci_high)} n={check.n} failed={check.n_failed}",
+            flush=True,
+        )
+    return checks
+
+
+def main() -> None:
+    """Parse the arguments and print every figure."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("simulators", nargs="+")
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--samples-manifest", type=Path, required=True)
+    parser.add_argument("--histories", type=int, default=120)
+    parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-dailydialog", action="store_true")
+    parser.add_argument("--skip-counterfactual", action="store_true")
+    args = parser.parse_args()
+    extensions.register()
+    heldout = heldout_from_manifest(args.samples_manifest, "test")
+    settings = Settings(resamples=args.resamples, seed=args.seed)
+    if not args.skip_counterfactual:
+        sets = history_sets(args.data_dir, heldout, args.histories, args.seed)
+        print("histories per task:", {s.task: (len(s.histories), s.n_population) for s in sets})
+        for address in args.simulators:
+            counterfactual_val(address, sets, settings)
+    if not args.skip_dailydialog:
+        dailydialog_val(args.simulators, args.data_dir, heldout, settings)
+
+
+if __name__ == "__main__":
+    main()
