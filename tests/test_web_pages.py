@@ -221,6 +221,25 @@ def test_legend_swatches_and_delta_labels_carry_their_line_colour(page: Any) -> 
     assert _colours_match(page, "#paper-figures svg.chart", ".series-note") > 0
 
 
+def test_cross_task_figure_renders_one_line_per_agent_with_its_legend(page: Any) -> None:
+    chart = page.locator("#cross-task svg.chart")
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
+    assert box is not None and box["width"] > 400 and box["height"] > 250
+    # Three arms have trajectories; the arm cut back to its initial state has no line.
+    assert _colours_match(page, "#cross-task svg.chart", "rect.swatch") == 3
+    assert _colours_match(page, "#cross-task svg.chart", ".series-note") == 3
+    legend = chart.locator("text.legend")
+    assert legend.count() == 3
+    for i in range(3):
+        assert legend.nth(i).is_visible()
+        swatch = chart.locator(f"rect.swatch[data-series='{i}']").bounding_box()
+        assert swatch is not None and swatch["width"] > 0 and swatch["height"] > 0
+    labels = legend.all_text_contents()
+    assert len(labels) == 3 and not any(text.startswith(UNDEFINED_ARM) for text in labels)
+    assert f"no line for {UNDEFINED_ARM}" in page.locator("#cross-task .figcaption").inner_text()
+
+
 def _luminance(rgb: str) -> float:
     channels = [int(c) / 255 for c in re.findall(r"\d+", rgb)[:3]]
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]

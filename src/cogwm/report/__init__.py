@@ -10,10 +10,14 @@ from cogwm.report.tables import ArenaReport, ArmRow, TaskRow, build_report
 
 
 def write_plots(data: RunData, report: ArenaReport, out_dir: Path) -> list[Path]:
-    """Every figure of a run into ``out_dir``: trajectories per task and dimension, heatmap."""
-    from cogwm.report.plots import correlation_heatmap, trajectory_plots
+    """Every figure of a run into ``out_dir``: trajectories per task and dimension, the
+    cross-task mean trajectory over five regions, heatmap."""
+    from cogwm.report.plots import correlation_heatmap, cross_task_plot, trajectory_plots
 
     written = trajectory_plots(data, out_dir)
+    cross_task = cross_task_plot(data, out_dir / "cross_task_trajectory.png")
+    if cross_task is not None:
+        written.append(cross_task)
     if report.correlations is not None:
         written.append(correlation_heatmap(report.correlations, out_dir / "correlations.png"))
     return written

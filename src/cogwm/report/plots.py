@@ -1,6 +1,7 @@
 """Figures of an arena run (matplotlib, Agg backend): mean trajectories over normalised dialogue
-progress with ±1 SEM bands per task and dimension (paper Figures 5, 7, 8), and the correlation
-heatmap of the trajectory metrics.
+progress with ±1 SEM bands per task and dimension (paper Figures 7, 8), the cross-task mean
+trajectory per agent over five regions (paper Figure 5, see ``cogwm.report.regions``), and the
+correlation heatmap of the trajectory metrics.
 
 Each conversation's series of N values is placed at progress 0..100 % and linearly interpolated
 onto a common grid; the mean and the standard error of the mean across conversations are taken
@@ -10,6 +11,7 @@ policy (``zero``: an empty dimension is 0; ``carry``: the last known value, none
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,16 +59,19 @@ def dimension_series(c: ConversationData, dimension: str, empty: EmptyPolicy) ->
     return values
 
 
-def on_grid(values: list[float | None]) -> FloatArray | None:
-    """A series interpolated onto ``GRID`` (None with fewer than two known points)."""
+def on_grid(values: Sequence[float | None], grid: FloatArray = GRID) -> FloatArray | None:
+    """A series interpolated onto ``grid`` (progress in %; None with fewer than two known points).
+
+    The series' first value sits at 0 %, its last at 100 %, the others evenly between.
+    """
     known = [(i, v) for i, v in enumerate(values) if v is not None]
     if len(values) < 2 or len(known) < 2:
         return None
     x = np.array([100.0 * i / (len(values) - 1) for i, _ in known])
     y = np.array([v for _, v in known], dtype=np.float64)
-    out = np.interp(GRID, x, y)
+    out = np.interp(grid, x, y)
     # Before the first known point the value is unknown, not the first value.
-    out[x[0] > GRID] = np.nan
+    out[x[0] > grid] = np.nan
     return out
 
 
@@ -130,6 +135,34 @@ def trajectory_plots(data: RunData, out_dir: Path) -> list[Path]:
     return written
 
 
+def cross_task_plot(data: RunData, path: Path) -> Path | None:
+    """The cross-task mean ``s_t`` per agent over five regions of progress (paper Figure 5);
+    None when no agent has a trajectory to draw."""
+    from cogwm.report.regions import REGION_PROGRESS, caption, cross_task_curves, delta_text
+
+    curves = [c for c in cross_task_curves(data) if c.n]
+    if not curves:
+        return None
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for curve in curves:
+        mean = np.array([np.nan if v is None else v for v in curve.mean])
+        sem = np.array([np.nan if v is None else v for v in curve.sem])
+        label = f"{curve.arm} (n={curve.n}) {delta_text(curve)}"
+        (line,) = ax.plot(REGION_PROGRESS, mean, marker="o", label=label)
+        ax.fill_between(REGION_PROGRESS, mean - sem, mean + sem, color=line.get_color(), alpha=0.12)
+    ax.set_title("Cross-task mean trajectory s_t (Comp), ±1 SEM")
+    ax.set_xlabel("dialogue progress (%), 5 regions")
+    ax.set_ylabel("s_t")
+    ax.set_xticks(REGION_PROGRESS)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.text(0.01, 0.01, textwrap.fill(caption(curves), 120), fontsize=6, va="bottom")
+    # Room under the axes for the caption's lines.
+    return _save(fig, plt, path, rect=(0.0, 0.07, 1.0, 1.0))
+
+
 def correlation_heatmap(matrix: CorrelationMatrix, path: Path) -> Path:
     """The correlation matrix as an annotated heatmap PNG."""
     plt = _pyplot()
@@ -149,8 +182,10 @@ def correlation_heatmap(matrix: CorrelationMatrix, path: Path) -> Path:
     return _save(fig, plt, path)
 
 
-def _save(fig: Any, plt: Any, path: Path) -> Path:
-    fig.tight_layout()
+def _save(
+    fig: Any, plt: Any, path: Path, rect: tuple[float, float, float, float] | None = None
+) -> Path:
+    fig.tight_layout(rect=rect)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -185,3 +185,33 @@ def paper_grid(
             )
         rows.append(panels)
     return rows
+
+
+class CrossTaskFigure(NamedTuple):
+    """The cross-task chart and the line that says what it pools and leaves out."""
+
+    svg: str
+    caption: str
+
+
+def cross_task_figure(
+    data: RunData, *, n_resamples: int = 2000, seed: int = 0
+) -> CrossTaskFigure | None:
+    """The cross-task mean ``s_t`` per agent over five regions of progress (paper Figure 5),
+    ±1 SEM, each line's Δ with its 95% CI; None when no agent has a trajectory to draw."""
+    from cogwm.report.regions import REGION_PROGRESS, caption, cross_task_curves, delta_text
+
+    every = cross_task_curves(data, n_resamples=n_resamples, seed=seed)
+    found = [c for c in every if c.n]
+    if not found:
+        return None
+    x = [float(v) for v in REGION_PROGRESS]
+    series = [Series(f"{c.arm} (n={c.n})", x, c.mean, c.sem, i) for i, c in enumerate(found)]
+    svg = line_chart(
+        series,
+        title="Cross-task mean s_t over 5 regions (±1 SEM)",
+        series_notes=[delta_text(c) for c in found],
+        width=560,
+        height=280,
+    )
+    return CrossTaskFigure(svg, caption(every))

@@ -161,6 +161,7 @@ def report_html(
             num=num,
             separated=separated,
             trajectories=figures.trajectory_svgs(data, cache),
+            cross_task=figures.cross_task_figure(data, n_resamples=n_resamples, seed=seed),
             grid=figures.paper_grid(data, cache=cache),
             grid_nonzero=figures.paper_grid(data, nonzero_only=True, cache=cache),
             heatmap=None

@@ -1,0 +1,145 @@
+"""The cross-task mean trajectory (paper Figure 5): the five-region interpolation on hand-made
+trajectories, the per-agent curves against the stored Δ, the PNG of `arena report --plots` and
+the report page's chart (one line and one legend swatch per agent with a trajectory)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cogwm.models import unregister_fake
+from cogwm.report import load_run
+from cogwm.report.regions import REGION_PROGRESS, cross_task_curves, delta_text, to_regions
+from cogwm.store import RunStore
+from cogwm.web.page import report_html
+from helpers_arena import FAKE_NAME, register
+from helpers_web import Page, cogwm, make_run
+
+RESAMPLES = 200
+#: The arm left with only its initial state (one-value trajectories).
+BROKEN = "cold/no_cot"
+
+
+# ------------------------------------------------------------------ interpolation by hand
+
+
+def test_regions_sit_at_quarters_of_progress() -> None:
+    assert REGION_PROGRESS.tolist() == [0.0, 25.0, 50.0, 75.0, 100.0]
+
+
+def test_a_one_value_trajectory_has_no_regions() -> None:
+    # Only s_1: no progress to spread, Δ undefined; left out of the figure, not a flat line.
+    assert to_regions([0.7]) is None
+    assert to_regions([]) is None
+
+
+def test_two_values_are_joined_by_a_straight_line() -> None:
+    regions = to_regions([0.2, 1.0])
+    assert regions is not None
+    np.testing.assert_allclose(regions, [0.2, 0.4, 0.6, 0.8, 1.0])
+
+
+def test_five_values_are_drawn_as_they_are() -> None:
+    values = [0.5, 1.5, 0.25, 2.0, 1.0]
+    regions = to_regions(values)
+    assert regions is not None
+    np.testing.assert_allclose(regions, values)
+
+
+def test_nine_values_keep_every_other_one_and_the_endpoints() -> None:
+    values = [0.1, 9.0, 0.3, 9.0, 0.5, 9.0, 0.7, 9.0, 1.9]
+    regions = to_regions(values)
+    assert regions is not None
+    np.testing.assert_allclose(regions, [0.1, 0.3, 0.5, 0.7, 1.9])
+    # The region endpoints are s_1 and s_N, so the plotted Δ is s_N − s_1.
+    assert regions[-1] - regions[0] == pytest.approx(values[-1] - values[0])
+
+
+def test_three_values_interpolate_between_turns() -> None:
+    regions = to_regions([0.0, 1.0, 0.0])
+    assert regions is not None
+    np.testing.assert_allclose(regions, [0.0, 0.5, 1.0, 0.5, 0.0])
+
+
+def test_unknown_values_before_the_first_known_stay_unknown() -> None:
+    regions = to_regions([None, 1.0, 2.0])
+    assert regions is not None
+    assert np.isnan(regions[:2]).all()
+    np.testing.assert_allclose(regions[2:], [1.0, 1.5, 2.0])
+
+
+# ------------------------------------------------------------------ a run on the fake
+
+
+@pytest.fixture(autouse=True)
+def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
+    register()
+    yield
+    unregister_fake(FAKE_NAME)
+
+
+@pytest.fixture()
+def run_db(tmp_path: Path) -> Path:
+    """The web tests' run, with every conversation of ``cold`` cut back to its initial state."""
+    path = make_run(tmp_path / "run.sqlite")
+    db = sqlite3.connect(path)
+    with db:
+        db.execute(
+            "DELETE FROM turns WHERE phase = 'simulated' AND conversation_id IN"
+            " (SELECT id FROM conversations WHERE agent = 'cold')"
+        )
+    db.close()
+    return path
+
+
+def test_curves_pool_tasks_and_keep_the_stored_delta(run_db: Path) -> None:
+    with RunStore(run_db, create=False) as store:
+        data = load_run(store)
+    curves = {c.arm: c for c in cross_task_curves(data, n_resamples=RESAMPLES)}
+    assert set(curves) == {c.arm for c in data.conversations}
+    for arm, curve in curves.items():
+        mine = [c for c in data.conversations if c.arm == arm]
+        assert curve.n + curve.left_out == len(mine)
+        if arm == BROKEN:
+            assert (curve.n, curve.delta, curve.mean) == (0, None, [None] * 5)
+            assert delta_text(curve) == "Δ –"
+            continue
+        assert curve.n == len(mine) and curve.tasks == ["ESC", "PD"]
+        # The plot's Δ is the metric's Δ = s_N − s_1, averaged over the arm's conversations.
+        stored = [c.metrics["delta"] for c in mine]
+        assert curve.delta == pytest.approx(np.mean([d for d in stored if d is not None]))
+        low, high = curve.delta_ci
+        assert low is not None and high is not None and low <= curve.delta <= high
+
+
+def test_report_plots_write_the_cross_task_figure(run_db: Path, tmp_path: Path) -> None:
+    plots = tmp_path / "plots"
+    assert cogwm("arena", "report", "--db", run_db, "--plots", plots) == 0
+    png = plots / "cross_task_trajectory.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def _cross_task_svg(html: str) -> str:
+    start = html.index('<div id="cross-task">')
+    return html[start : html.index("</div>", start)]
+
+
+def test_page_draws_one_line_per_agent_with_its_swatch(run_db: Path) -> None:
+    with RunStore(run_db, create=False) as store:
+        html = report_html(store, n_resamples=RESAMPLES)
+        data = load_run(store)
+    figure = _cross_task_svg(html)
+    elements = Page(figure).elements
+    drawn = sorted({c.arm for c in data.conversations} - {BROKEN})
+    lines = {a["data-series"] for t, a in elements if t == "path" and "data-series" in a}
+    swatches = [a for t, a in elements if t == "rect" and a.get("class") == "swatch"]
+    assert len(lines) == len(swatches) == len(drawn) == 3
+    for arm in drawn:
+        assert f"{arm} (n={sum(c.arm == arm for c in data.conversations)})" in figure
+    assert BROKEN + " (n=" not in figure
+    assert f"no line for {BROKEN}" in html and "4 conversation(s) with fewer than 2" in html
