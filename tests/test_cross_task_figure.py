@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cogwm.models import unregister_fake
-from cogwm.report import load_run
+from cogwm.report import build_report, load_run, write_plots
 from cogwm.report.regions import REGION_PROGRESS, cross_task_curves, delta_text, to_regions
 from cogwm.store import RunStore
 from cogwm.web.page import report_html
@@ -122,6 +122,11 @@ def test_report_plots_write_the_cross_task_figure(run_db: Path, tmp_path: Path) 
     assert cogwm("arena", "report", "--db", run_db, "--plots", plots) == 0
     png = plots / "cross_task_trajectory.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    # Listed among the written plots (the CLI counts them, quickstart prints them).
+    with RunStore(run_db, create=False) as store:
+        data = load_run(store)
+    again = write_plots(data, build_report(data, n_resamples=RESAMPLES), tmp_path / "again")
+    assert tmp_path / "again" / "cross_task_trajectory.png" in again
 
 
 def _cross_task_svg(html: str) -> str:

@@ -1,6 +1,7 @@
 """The report's trajectory figures as SVG: mean trajectories with ±1 SEM bands per task and
 dimension, and the paper's task x dimension grid (emotion rescaled to the score range, Δ printed
-on each panel), over all turns and over non-zero turns only (paper Figures 5, 7-9).
+on each panel), over all turns and over non-zero turns only (paper Figures 7-9), and the
+cross-task mean trajectory per agent over five regions (paper Figure 5, ``cogwm.report.regions``).
 
 The curves are the ones ``cogwm arena report --plots`` draws (``cogwm.report.plots``): each
 conversation's series on a 0-100 % progress grid, mean and SEM across conversations per arm.
