@@ -144,6 +144,8 @@ def test_page_draws_one_line_per_agent_with_its_swatch(run_db: Path) -> None:
     lines = {a["data-series"] for t, a in elements if t == "path" and "data-series" in a}
     swatches = [a for t, a in elements if t == "rect" and a.get("class") == "swatch"]
     assert len(lines) == len(swatches) == len(drawn) == 3
+    # A dot on each of the five regions of every line.
+    assert sum(t == "circle" and a.get("class") == "marker" for t, a in elements) == 3 * 5
     for arm in drawn:
         assert f"{arm} (n={sum(c.arm == arm for c in data.conversations)})" in figure
     assert BROKEN + " (n=" not in figure

@@ -214,5 +214,6 @@ def cross_task_figure(
         series_notes=[delta_text(c) for c in found],
         width=560,
         height=280,
+        markers=True,
     )
     return CrossTaskFigure(svg, caption(every))

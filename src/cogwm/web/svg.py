@@ -126,6 +126,15 @@ def _line(frame: Frame, s: Series, stroke: str, index: int) -> str:
     return "".join(parts)
 
 
+def _markers(frame: Frame, s: Series, fill: str) -> str:
+    return "".join(
+        f'<circle cx="{frame.px(x):.1f}" cy="{frame.py(y):.1f}" r="2.6" fill="{fill}"'
+        ' class="marker"/>'
+        for x, y in zip(s.x, s.y, strict=True)
+        if y is not None and math.isfinite(y)
+    )
+
+
 def _band(frame: Frame, s: Series, fill: str) -> str:
     if s.band is None:
         return ""
@@ -182,9 +191,11 @@ def line_chart(
     width: int = 360,
     height: int = 230,
     legend: bool = True,
+    markers: bool = False,
 ) -> str:
     """A line chart with ±bands, a title, a legend, an optional note and optional per-line notes
-    (e.g. each line's Δ), drawn in the line's colour at the plot's top right."""
+    (e.g. each line's Δ), drawn in the line's colour at the plot's top right; ``markers`` puts a
+    dot on every known point (where the points are few and each one means something)."""
     legend_rows = len(series) if legend else 0
     total_height = height + 6 + 14 * legend_rows
     x_all = [x for s in series for x in s.x] or [0.0, 1.0]
@@ -201,6 +212,8 @@ def line_chart(
         parts.append(_band(frame, s, s.colour(i)))
     for i, s in enumerate(series):
         parts.append(_line(frame, s, s.colour(i), i))
+        if markers:
+            parts.append(_markers(frame, s, s.colour(i)))
     if note:
         parts.append(
             f'<text x="{frame.left + 4}" y="{frame.top + 12}" class="note">{escape(note)}</text>'
