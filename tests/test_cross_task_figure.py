@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cogwm import tasks
+from cogwm.metrics.trajectory import composite_series
 from cogwm.models import unregister_fake
 from cogwm.report import build_report, load_run, write_plots
 from cogwm.report.regions import REGION_PROGRESS, cross_task_curves, delta_text, to_regions
@@ -113,6 +115,10 @@ def test_curves_pool_tasks_and_keep_the_stored_delta(run_db: Path) -> None:
         # The plot's Δ is the metric's Δ = s_N − s_1, averaged over the arm's conversations.
         stored = [c.metrics["delta"] for c in mine]
         assert curve.delta == pytest.approx(np.mean([d for d in stored if d is not None]))
+        # The first and last regions are the mean s_1 and s_N over both tasks' conversations.
+        series = [composite_series(c.states, tasks.get(c.task), data.empty) for c in mine]
+        assert curve.mean[0] == pytest.approx(np.mean([v[0] for v in series]))
+        assert curve.mean[-1] == pytest.approx(np.mean([v[-1] for v in series]))
         low, high = curve.delta_ci
         assert low is not None and high is not None and low <= curve.delta <= high
 
