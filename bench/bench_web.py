@@ -2,9 +2,9 @@
 
 Runs 1,000 conversations of 10 simulated turns on the arena benchmark's scripted fake model
 (ESC, 20 built-in scenarios, 50 agents), then writes the report and prints its size, the time to
-write it, and, where Debian's chromium is installed, the time until the page has decoded its data
-and drawn the first page of the conversation list (headless, one cold start of the browser
-included, so it is an upper bound).
+write it and the share of that spent on the cross-task figure, and, where Debian's chromium is
+installed, the time until the page has decoded its data and drawn the first page of the
+conversation list (headless, one cold start of the browser included, so it is an upper bound).
 
 Usage: python bench/bench_web.py [--conversations 1000] [--resamples 2000]
 """
@@ -23,7 +23,9 @@ from bench_arena import FAKE, _reply, concurrency_config
 from cogwm.arena.config import parse_config
 from cogwm.arena.runner import run_arena
 from cogwm.models import register_fake
+from cogwm.report import load_run
 from cogwm.store import RunStore
+from cogwm.web.figures import cross_task_figure
 from cogwm.web.page import write_report
 
 BROWSER_FLAGS = (
@@ -73,6 +75,15 @@ def browser_seconds(html: Path, folder: Path) -> float | None:
     return elapsed
 
 
+def cross_task_seconds(db: Path, resamples: int) -> float:
+    """Seconds to draw the cross-task mean trajectory (its bootstrap of Δ per agent dominates)."""
+    with RunStore(db, read_only=True) as store:
+        data = load_run(store)
+    start = time.perf_counter()
+    cross_task_figure(data, n_resamples=resamples)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=1000)
@@ -87,6 +98,8 @@ def main() -> None:
         size = write_report(db, out, n_resamples=args.resamples)
         write_s = time.perf_counter() - start
         print(f"report: {size / 1e6:.2f} MB written in {write_s:.2f}s ({args.resamples} resamples)")
+        figure_s = cross_task_seconds(db, args.resamples)
+        print(f"of which the cross-task figure: {figure_s:.2f}s ({figure_s / write_s:.0%})")
         seconds = browser_seconds(out, folder)
         if seconds is None:
             print("browser: chromium not installed, load time not measured")

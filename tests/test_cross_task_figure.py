@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from cogwm import tasks
@@ -16,6 +17,7 @@ from cogwm.metrics.trajectory import composite_series
 from cogwm.models import unregister_fake
 from cogwm.report import build_report, load_run, write_plots
 from cogwm.report.regions import REGION_PROGRESS, cross_task_curves, delta_text, to_regions
+from cogwm.stats.bootstrap import Settings, cluster_bootstrap, cluster_bootstrap_mean
 from cogwm.store import RunStore
 from cogwm.web.page import report_html
 from helpers_arena import FAKE_NAME, register
@@ -72,6 +74,22 @@ def test_unknown_values_before_the_first_known_stay_unknown() -> None:
     assert regions is not None
     assert np.isnan(regions[:2]).all()
     np.testing.assert_allclose(regions[2:], [1.0, 1.5, 2.0])
+
+
+def test_the_fast_mean_interval_is_the_cluster_bootstrap_of_the_mean() -> None:
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=40)
+    groups = [f"s{i % 7}" for i in range(40)]
+    settings = Settings(resamples=500, seed=3)
+
+    def mean(idx: npt.NDArray[np.intp]) -> float:
+        return float(values[idx].mean())
+
+    low, high = cluster_bootstrap(mean, groups, settings)
+    fast = cluster_bootstrap_mean(values, groups, settings)
+    assert low is not None and high is not None and low < high
+    assert fast == pytest.approx((low, high), abs=1e-12)
+    assert cluster_bootstrap_mean(values, ["one"] * 40, settings) == (None, None)
 
 
 # ------------------------------------------------------------------ a run on the fake

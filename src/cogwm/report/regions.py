@@ -31,7 +31,7 @@ import numpy.typing as npt
 from cogwm.errors import CogwmError
 from cogwm.report.data import ConversationData, RunData
 from cogwm.report.plots import dimension_series, mean_sem, on_grid
-from cogwm.stats.bootstrap import Settings, cluster_bootstrap
+from cogwm.stats.bootstrap import Settings, cluster_bootstrap_mean
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -102,23 +102,12 @@ def _curve(
     rows = [g for _, g in drawn]
     mean, sem = mean_sem(rows)
     deltas = np.array([g[-1] - g[0] for g in rows])
-
-    def mean_delta(idx: npt.NDArray[np.intp]) -> float | None:
-        picked = deltas[idx]
-        picked = picked[np.isfinite(picked)]
-        return float(picked.mean()) if picked.size else None
-
-    everyone = np.arange(len(rows), dtype=np.intp)
-    ci = cluster_bootstrap(mean_delta, [c.scenario_key for c, _ in drawn], settings)
+    known = np.isfinite(deltas)
+    delta = float(deltas[known].mean()) if known.any() else None
+    scenarios = [c.scenario_key for (c, _), k in zip(drawn, known, strict=True) if k]
+    ci = cluster_bootstrap_mean(deltas[known], scenarios, settings)
     return CrossTaskCurve(
-        arm,
-        _clean(mean),
-        _clean(sem),
-        len(rows),
-        len(convs) - len(rows),
-        tasks,
-        mean_delta(everyone),
-        ci,
+        arm, _clean(mean), _clean(sem), len(rows), len(convs) - len(rows), tasks, delta, ci
     )
 
 
