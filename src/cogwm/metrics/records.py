@@ -41,6 +41,7 @@ class FidelityRecord(Record):
     utterance: str | None = None
     group: str | None = None
     dataset: str | None = None
+    intensity_known: bool = True
     model: str | None = None
     mode: str | None = None
     ablation: str | None = None
@@ -185,6 +186,7 @@ def pair_fidelity(
             gold_utterance=record.utterance,
             predicted_utterance=predicted[key].utterance,
             group=record.group,
+            gold_intensity_known=record.intensity_known,
         )
         for key, record in gold.items()
     ]

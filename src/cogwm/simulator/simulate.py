@@ -55,6 +55,8 @@ SAMPLE_ABLATIONS: dict[str, str] = {
 }
 #: Output budget per call: a state and utterance stay under ~220 tokens in the format.
 MAX_TOKENS = 300
+#: The intensity a gold label without one is given (``intensity_known`` false: never scored).
+PLACEHOLDER_INTENSITY = 2
 #: Calls in flight at once by default.
 DEFAULT_CONCURRENCY = 8
 
@@ -147,11 +149,17 @@ def select_samples(path: Path, mode: Mode, limit: int | None) -> list[Sample]:
 
 def gold_record(sample: Sample) -> dict[str, Any]:
     """A sample's target as a fidelity record: the labelled state (unknown fields empty), the
-    real utterance (prediction mode), the dialogue as the bootstrap's unit and the corpus."""
+    real utterance (prediction mode), the dialogue as the bootstrap's unit and the corpus; an
+    emotion label without an intensity is marked so that E-MAE leaves it out."""
     target = json.loads(sample.target)
+    emotion = target.get("emotion")
+    intensity_known = not (isinstance(emotion, dict) and emotion.get("intensity") is None)
+    if not intensity_known:
+        # A label without an intensity (DailyDialog): the state needs one, E-MAE skips it.
+        emotion = {**emotion, "intensity": PLACEHOLDER_INTENSITY}
     state = CognitiveState.model_validate(
         {
-            "emotion": target.get("emotion"),
+            "emotion": emotion,
             "beliefs": target.get("beliefs") or [],
             "desires": target.get("desires") or [],
             "intentions": target.get("intentions") or [],
@@ -165,6 +173,7 @@ def gold_record(sample: Sample) -> dict[str, Any]:
         "group": sample.dialogue_id,
         "dataset": sample.corpus,
         "mode": sample.mode,
+        "intensity_known": intensity_known,
     }
 
 
