@@ -310,6 +310,9 @@ def test_score_fidelity_on_samples_is_per_dataset_and_perfect_for_the_oracle(
         if row["metrics"]["E-Acc"]["n"]:
             assert row["metrics"]["E-Acc"]["mean"] == pytest.approx(1.0)
     assert report["metrics"]["B-Sim"]["mean"] == pytest.approx(1.0, abs=1e-4)
+    # DailyDialog labels carry no intensity: E-Acc covers its turns, E-MAE does not.
+    daily = by_dataset["dailydialog"]["metrics"]
+    assert daily["E-Acc"]["n"] > 0 and daily["E-MAE"]["n"] == 0
 
 
 def test_score_fidelity_table_has_the_paper_columns_and_rows(split: Path, tmp_path: Path) -> None:
