@@ -24,6 +24,8 @@ from cogwm.schema import BigFive, CognitiveState, Emotion, Profile, StateItem
 from cogwm.simulator.format import WorldModelInput, build_messages
 from cogwm.simulator.samples import Sample, read_samples, write_samples
 from cogwm.simulator.simulate import RunSettings, ablated_messages, run_predictions
+from cogwm.simulator.validate.items import Item
+from cogwm.simulator.validate.reader import world_model_input
 
 runner = CliRunner()
 
@@ -104,6 +106,16 @@ def test_no_profile_is_the_prompt_built_without_it() -> None:
     expected = build_messages(full.model_copy(update={"profile": None}), task)
     assert ablated_messages(sample, "no_profile") == expected
     assert ablated_messages(sample, "none") == sample.messages
+
+
+@pytest.mark.parametrize("ablation", ["no_previous_state", "no_profile"])
+def test_validate_and_simulate_switch_off_the_same_part(ablation: str) -> None:
+    task = tasks.get("ESC")
+    full = _input(_state("sadness", "no job"), _state("anxiety", "rent"))
+    item = Item(id="d:1", dialogue_id="d", turn_index=1, inp=full, utterance="hm", gold="x")
+    validated = build_messages(world_model_input(item, "predict", ablation), task)
+    assert ablated_messages(_sample(build_messages(full, task)), ablation) == validated
+    assert validated != build_messages(full, task)
 
 
 # --- the command ------------------------------------------------------------------------------

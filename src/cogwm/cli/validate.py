@@ -81,7 +81,7 @@ def validate(
         typer.Option(
             "--ablation",
             help="Input switch: none, no_big_five, no_styles, no_task_features, no_profile, "
-            "no_anything.",
+            "no_previous_state, no_anything.",
         ),
     ] = "none",
     heldout: Annotated[

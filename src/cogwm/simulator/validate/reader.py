@@ -40,6 +40,7 @@ ABLATIONS: dict[str, str] = {
     "no_styles": "without communication and decision style",
     "no_task_features": "without task features",
     "no_profile": "without the whole profile",
+    "no_previous_state": "without the previous state",
     "no_anything": "without profile, context and the initial and previous states",
 }
 
@@ -106,6 +107,8 @@ def world_model_input(item: Item, mode: Mode, ablation: str = "none") -> WorldMo
     }
     if ablation == "no_anything":
         update.update(context="", initial_state=None, previous_state=None)
+    elif ablation == "no_previous_state":
+        update["previous_state"] = None
     return inp.model_copy(update=update)
 
 
