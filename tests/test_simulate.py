@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -342,3 +344,30 @@ def test_score_fidelity_table_has_the_paper_columns_and_rows(split: Path, tmp_pa
         assert f"│ {row}" in text
     # Understanding mode predicts no utterance: the utterance columns are left out, and said so.
     assert "no sample covers" in text and "ROUGE-L" in text.split("no sample covers")[1]
+
+
+def test_a_limited_run_is_scored_only_with_predicted_only(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "p.jsonl"
+    args = ("simulate", "--samples", split, "--model", "fake:schema", "--out", out)
+    assert cogwm(*args, "--limit", "3") == 0
+    scoring = ["fidelity", str(out), str(split), "--json", "--resamples", "20"]
+    refused = runner.invoke(score_app, scoring)
+    assert refused.exit_code != 0 and "have no prediction" in str(refused.exception)
+    result = runner.invoke(score_app, [*scoring, "--predicted-only"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_samples"] == 3
+
+
+def test_extension_labels_of_the_targets_are_registered_in_a_fresh_process(split: Path) -> None:
+    # DailyDialog's happiness and neutral are lexicon extensions: a process that only reads the
+    # samples must register them, or the gold does not validate and the grammar omits them.
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from cogwm.schema.lexicon import is_known\n"
+        "from cogwm.simulator.simulate import select_samples\n"
+        "assert not is_known('neutral')\n"
+        "select_samples(Path(sys.argv[1]), 'predict', None)\n"
+        "assert is_known('neutral')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(split)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

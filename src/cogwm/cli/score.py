@@ -90,6 +90,14 @@ def fidelity(
     ] = None,
     resamples: ResamplesOption = DEFAULT_RESAMPLES,
     seed: SeedOption = 0,
+    predicted_only: Annotated[
+        bool,
+        typer.Option(
+            "--predicted-only",
+            help="Score only the gold records that have a prediction (a `simulate --limit` "
+            "run); how many were left out is printed.",
+        ),
+    ] = False,
 ) -> None:
     """Turn-tier fidelity of predicted states and utterances against gold (optionally judged)."""
     from cogwm.metrics.embeddings import CachedEmbedder, MiniLMEmbedder, default_embedder
@@ -99,6 +107,10 @@ def fidelity(
     gold_records = read_fidelity_file(gold)
     predicted = read_fidelity_file(predictions)
     gold_records = _of_mode(gold_records, next(iter(predicted.values())).mode)
+    if predicted_only:
+        kept = {k: r for k, r in gold_records.items() if k in predicted}
+        err_console.print(f"scoring {len(kept):,} of {len(gold_records):,} gold records")
+        gold_records = kept
     samples = pair_fidelity(gold_records, predicted)
     embedder = (
         CachedEmbedder(MiniLMEmbedder(), cache_path=embedding_cache)

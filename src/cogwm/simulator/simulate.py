@@ -37,6 +37,7 @@ from cogwm.errors import InputError
 from cogwm.models.model import Model
 from cogwm.models.types import Message, ModelCallError, Sampling, StructuredOutputError
 from cogwm.schema import CognitiveState
+from cogwm.schema.lexicon import is_known
 from cogwm.simulator.format import (
     PREVIOUS_STATE_PREFIX,
     PROFILE_PREFIX,
@@ -45,7 +46,7 @@ from cogwm.simulator.format import (
     task_output_models,
     to_state,
 )
-from cogwm.simulator.samples import Sample, read_samples, task_for_corpus
+from cogwm.simulator.samples import Sample, read_samples, target_emotion, task_for_corpus
 
 #: Input switches of ``cogwm simulate`` (paper Table 19: the profile and previous-state rows).
 SAMPLE_ABLATIONS: dict[str, str] = {
@@ -139,6 +140,7 @@ def select_samples(path: Path, mode: Mode, limit: int | None) -> list[Sample]:
             built with ``cogwm samples build --understand``).
     """
     chosen = [s for s in read_samples(path) if s.mode == mode]
+    register_target_labels(chosen)
     if not chosen:
         hint = (
             " (build them with `cogwm samples build --understand`)" if mode == "understand" else ""
@@ -147,10 +149,22 @@ def select_samples(path: Path, mode: Mode, limit: int | None) -> list[Sample]:
     return chosen[:limit] if limit is not None else chosen
 
 
+def register_target_labels(samples: Iterable[Sample]) -> None:
+    """Register the lexicon extensions the targets use (DailyDialog's happiness, neutral, ...),
+    so that the output grammar offers them to the simulator and the gold states validate."""
+    from cogwm.annotate.human.extensions import LABELS, register
+
+    used = {target_emotion(s) for s in samples}
+    missing = sorted(label for label in used if label in LABELS and not is_known(label))
+    if missing:  # register() with no label registers them all
+        register(*missing)
+
+
 def gold_record(sample: Sample) -> dict[str, Any]:
     """A sample's target as a fidelity record: the labelled state (unknown fields empty), the
     real utterance (prediction mode), the dialogue as the bootstrap's unit and the corpus; an
     emotion label without an intensity is marked so that E-MAE leaves it out."""
+    register_target_labels([sample])
     target = json.loads(sample.target)
     emotion = target.get("emotion")
     intensity_known = not (isinstance(emotion, dict) and emotion.get("intensity") is None)
