@@ -54,6 +54,7 @@ NO_TABLE = {
     "data export",
     "tom verify-export",
     "tom answers-export",
+    "simulate",
     "tom score-open",
     "train export-gguf",
 }

@@ -82,6 +82,9 @@ def _register() -> None:
 
     app.add_typer(train_cli.app, name="train")
     app.command("validate")(validate.validate)
+    from cogwm.cli import simulate as simulate_cli
+
+    app.command("simulate")(simulate_cli.simulate)
     app.command("view")(view.view)
     from cogwm.cli import serve as serve_cli
 

@@ -13,9 +13,11 @@ from rich.table import Table
 
 from cogwm import tasks
 from cogwm.cli.common import console, err_console, print_json
+from cogwm.cli.fidelity_table import ALL_ROW, print_paper_tables, split_by_dataset
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, Estimate
 from cogwm.metrics.records import (
+    FidelityRecord,
     TrajectoryRecord,
     pair_fidelity,
     read_fidelity_file,
@@ -88,13 +90,28 @@ def fidelity(
     ] = None,
     resamples: ResamplesOption = DEFAULT_RESAMPLES,
     seed: SeedOption = 0,
+    predicted_only: Annotated[
+        bool,
+        typer.Option(
+            "--predicted-only",
+            help="Score only the gold records that have a prediction (a `simulate --limit` "
+            "run); how many were left out is printed.",
+        ),
+    ] = False,
 ) -> None:
     """Turn-tier fidelity of predicted states and utterances against gold (optionally judged)."""
     from cogwm.metrics.embeddings import CachedEmbedder, MiniLMEmbedder, default_embedder
     from cogwm.metrics.turn import score_turns, summarize_turns
 
     spec = tasks.get(task) if task is not None else None
-    samples = pair_fidelity(read_fidelity_file(gold), read_fidelity_file(predictions))
+    gold_records = read_fidelity_file(gold)
+    predicted = read_fidelity_file(predictions)
+    gold_records = _of_mode(gold_records, next(iter(predicted.values())).mode)
+    if predicted_only:
+        kept = {k: r for k, r in gold_records.items() if k in predicted}
+        err_console.print(f"scoring {len(kept):,} of {len(gold_records):,} gold records")
+        gold_records = kept
+    samples = pair_fidelity(gold_records, predicted)
     embedder = (
         CachedEmbedder(MiniLMEmbedder(), cache_path=embedding_cache)
         if embedding_cache is not None
@@ -105,16 +122,40 @@ def fidelity(
         report = summarize_turns(
             samples, scores, embedding_model=embedder.model_id, n_resamples=resamples, seed=seed
         )
+        rows = {ALL_ROW: report}
+        datasets = {key: record.dataset for key, record in gold_records.items()}
+        for name, (part, part_scores) in split_by_dataset(samples, scores, datasets).items():
+            rows[name] = summarize_turns(
+                part, part_scores, embedding_model=embedder.model_id, n_resamples=resamples,
+                seed=seed,
+            )  # fmt: skip
     judged = _judge_turns(judge, samples, spec, resamples, seed) if judge else None
     if as_json:
         out: dict[str, Any] = report.model_dump(mode="json")
+        out["by_dataset"] = {k: r.model_dump(mode="json") for k, r in rows.items() if k != ALL_ROW}
         if judged is not None:
             out["judge"] = {"model": judge, "metrics": judged}
         print_json(out)
         return
     _print_fidelity(report)
+    print_paper_tables(rows, _run_label(predicted))
     if judged is not None:
         _print_judge(str(judge), judged)
+
+
+def _of_mode(records: dict[str, FidelityRecord], mode: str | None) -> dict[str, FidelityRecord]:
+    """A samples split holds both modes; predictions of one mode are scored on its samples."""
+    if mode is None:
+        return records
+    return {k: r for k, r in records.items() if r.mode is None or r.mode == mode}
+
+
+def _run_label(predicted: dict[str, FidelityRecord]) -> str:
+    """The settings ``cogwm simulate`` wrote on the predictions (the paper's row name)."""
+    first = next(iter(predicted.values()))
+    if first.model is None:
+        return "predictions"
+    return f"{first.model}, {first.mode} mode, ablation {first.ablation}"
 
 
 def _judge_turns(

@@ -81,7 +81,7 @@ def validate(
         typer.Option(
             "--ablation",
             help="Input switch: none, no_big_five, no_styles, no_task_features, no_profile, "
-            "no_anything.",
+            "no_previous_state, no_anything.",
         ),
     ] = "none",
     heldout: Annotated[
@@ -106,8 +106,10 @@ def validate(
         str,
         typer.Option(
             "--pipeline",
-            help="joint (one structured call: the world model) or dual (baseline: one call "
-            "writes the utterance, a second reads the state from it; prediction mode only).",
+            help="joint (one structured call: the world model), dual (baseline: one call "
+            "writes the utterance, a second reads the state from it; prediction mode only) or "
+            "duet (dual with DuetSim's verifier: a reply that does not fit the previous state "
+            "is written again once).",
         ),
     ] = "joint",
     split_seed: Annotated[

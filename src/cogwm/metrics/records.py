@@ -2,7 +2,10 @@
 
 **Fidelity files** (``cogwm score fidelity PRED GOLD``): one record per line,
 ``{"id": str, "state": CognitiveState | null, "utterance": str | null, "group": str | null}``
-(``group``, e.g. the dialogue id, makes the bootstrap resample dialogues). A line holding a
+(``group``, e.g. the dialogue id, makes the bootstrap resample dialogues; ``dataset`` names the
+corpus for the per-dataset rows; ``cogwm simulate`` also writes ``model``, ``mode``, ``ablation``
+and ``error``). A samples line (``cogwm samples build``) is a gold record: its target's state
+and utterance, its dialogue as group and its corpus as dataset. A line holding a
 whole ``Dialogue`` (as ``cogwm data export`` writes) stands for one record per user turn, with
 id ``<dialogue id>/turn<turn index>``, the turn's text as utterance, the last annotated state
 of the turn's utterances as state and the dialogue id as group. Gold and predictions are
@@ -37,6 +40,12 @@ class FidelityRecord(Record):
     state: CognitiveState | None = None
     utterance: str | None = None
     group: str | None = None
+    dataset: str | None = None
+    intensity_known: bool = True
+    model: str | None = None
+    mode: str | None = None
+    ablation: str | None = None
+    error: str | None = None
 
 
 class TranscriptLine(Record):
@@ -116,6 +125,14 @@ def _dialogue_records(dialogue: Dialogue) -> list[FidelityRecord]:
     ]
 
 
+def _sample_record(line: str, where: str) -> FidelityRecord:
+    # Imported here: the simulator package imports the metrics' schema side.
+    from cogwm.simulator.samples import parse_sample
+    from cogwm.simulator.simulate import gold_record
+
+    return FidelityRecord.model_validate(gold_record(parse_sample(line, where)), strict=False)
+
+
 def read_fidelity_file(path: Path) -> dict[str, FidelityRecord]:
     """The records of a fidelity file by id (exported dialogues expanded to user turns).
 
@@ -127,6 +144,8 @@ def read_fidelity_file(path: Path) -> dict[str, FidelityRecord]:
     for number, obj, line in _lines(path):
         if "utterances" in obj:
             found = _dialogue_records(_parse(Dialogue, path, number, line))
+        elif "schema" in obj:
+            found = [_sample_record(line, f"{path}, line {number}")]
         else:
             found = [_parse(FidelityRecord, path, number, line)]
         for record in found:
@@ -167,6 +186,7 @@ def pair_fidelity(
             gold_utterance=record.utterance,
             predicted_utterance=predicted[key].utterance,
             group=record.group,
+            gold_intensity_known=record.intensity_known,
         )
         for key, record in gold.items()
     ]

@@ -5,7 +5,7 @@ Per sample (one user turn):
 - **E-Acc**: the predicted emotion label equals the gold one. Over the turns whose gold has an
   emotion; a prediction without an emotion is a miss (wrong, and counted in the miss rate).
 - **E-MAE**: ``|predicted intensity - gold intensity|`` over the turns where both have an
-  emotion (whether or not the labels agree).
+  emotion (whether or not the labels agree) and the gold's intensity is known.
 - **B-/D-/I-Sim**: cosine similarity between the sentence embedding of the predicted items'
   texts joined with ``"; "`` and that of the gold items' texts joined the same way.
 - **B-/D-/I-MAE**: ``|mean predicted score - mean gold score|`` of the dimension.
@@ -61,7 +61,8 @@ class FidelitySample:
 
     ``prediction`` None means no state could be had (e.g. unparsable output): every applicable
     metric counts it as a miss. ``group`` (e.g. the dialogue id) makes the bootstrap resample
-    whole dialogues.
+    whole dialogues. ``gold_intensity_known`` False: the gold gives the emotion label only (its
+    intensity is a placeholder), so E-MAE leaves the turn out.
     """
 
     id: str
@@ -70,6 +71,7 @@ class FidelitySample:
     gold_utterance: str | None = None
     predicted_utterance: str | None = None
     group: str | None = None
+    gold_intensity_known: bool = True
 
 
 class DimensionScore(NamedTuple):
@@ -149,7 +151,8 @@ def _emotion(sample: FidelitySample) -> tuple[bool | None, bool | None, float | 
     pred = sample.prediction.emotion if sample.prediction is not None else None
     if pred is None:
         return False, True, None
-    return pred.label == gold.label, False, float(abs(pred.intensity - gold.intensity))
+    error = float(abs(pred.intensity - gold.intensity)) if sample.gold_intensity_known else None
+    return pred.label == gold.label, False, error
 
 
 def _dimension_error(sample: FidelitySample, dim: Dimension) -> float | None:

@@ -92,6 +92,11 @@ SIMULATOR_OPENING = Prompt(
 FORMAT_PROMPTS: tuple[Prompt, ...] = (SIMULATOR_SYSTEM, SIMULATOR_TURN, SIMULATOR_OPENING)
 
 _NO_HISTORY = "(nothing said yet)"
+#: How the states part of a user message starts each state line (see :func:`states_text`).
+START_STATE_PREFIX = "Your state at the start: "
+PREVIOUS_STATE_PREFIX = "Your state before this: "
+#: How the system message starts the profile line (see :func:`system_message`).
+PROFILE_PREFIX = "Your profile: "
 
 
 class SimulatorOutputError(CogwmError):
@@ -183,7 +188,7 @@ def _system_text(task: TaskSpec, context: str, profile: Profile | None) -> str:
     if context and context != task.scenario.strip():
         about += f"Your situation: {context}\n"
     if profile is not None:
-        about += f"Your profile: {describe_profile(profile)}\n"
+        about += f"{PROFILE_PREFIX}{describe_profile(profile)}\n"
     low, high = task.score_range
     return SIMULATOR_SYSTEM.render(
         user_role=task.user_role,
@@ -214,9 +219,9 @@ def states_text(
     # The start state is shown only while it differs from the previous one (saves tokens on the
     # first simulated turn, where the two are the same reading).
     if initial is not None and initial is not previous and initial != previous:
-        lines.append(f"Your state at the start: {describe(initial)}\n")
+        lines.append(f"{START_STATE_PREFIX}{describe(initial)}\n")
     if previous is not None:
-        lines.append(f"Your state before this: {describe(previous)}\n")
+        lines.append(f"{PREVIOUS_STATE_PREFIX}{describe(previous)}\n")
     return "".join(lines)
 
 

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from pydantic import BaseModel
+
 from cogwm import tasks
 from cogwm.errors import InputError
 from cogwm.models.model import Model
@@ -23,6 +25,7 @@ from cogwm.simulator.format import (
     WorldModelInput,
     build_messages,
     describe_profile,
+    describe_state,
     fit_text,
     render_history,
     task_output_models,
@@ -40,13 +43,25 @@ ABLATIONS: dict[str, str] = {
     "no_styles": "without communication and decision style",
     "no_task_features": "without task features",
     "no_profile": "without the whole profile",
+    "no_previous_state": "without the previous state",
     "no_anything": "without profile, context and the initial and previous states",
 }
 
 #: How the simulator is called: ``joint`` (one structured call for state and utterance, the world
-#: model) or ``dual`` (DuetSim-style baseline: a plain call writes the utterance, a second call
-#: reads the state from it in understanding mode). Both are the same in understanding mode.
-PIPELINES: tuple[str, ...] = ("joint", "dual")
+#: model), ``dual`` (a plain call writes the utterance, a second call reads the state from it in
+#: understanding mode) or ``duet`` (DuetSim: ``dual`` plus its verifier, which checks the reply
+#: against the state before the turn and has it written again once when it does not fit). All
+#: are the same in understanding mode.
+PIPELINES: tuple[str, ...] = ("joint", "dual", "duet")
+
+#: The duet verifier's question (answered in JSON as ``{"fits": bool}``).
+DUET_VERIFY = (
+    "You check a simulated {user_role}'s next reply to a {agent_role}.\n"
+    "Conversation so far:\n{history}\nTheir state before this reply: {state}\n"
+    "Their reply: {utterance}\nDoes the reply fit the conversation and that state?"
+)
+#: What the generator is told when the verifier rejected its first reply.
+DUET_RETRY = "\nYour first reply did not fit your state ({state}); write it again."
 
 #: The dual baseline's generator instruction (plain text, no JSON).
 DUAL_GENERATOR = (
@@ -106,6 +121,8 @@ def world_model_input(item: Item, mode: Mode, ablation: str = "none") -> WorldMo
     }
     if ablation == "no_anything":
         update.update(context="", initial_state=None, previous_state=None)
+    elif ablation == "no_previous_state":
+        update["previous_state"] = None
     return inp.model_copy(update=update)
 
 
@@ -126,8 +143,45 @@ async def _read_one(
     return Reading(to_state(result.value), None if utterance is None else str(utterance), None)
 
 
-async def _read_dual(model: Model, item: Item, ablation: str, sampling: Sampling) -> Reading:
-    """The dual baseline in prediction mode: generate the utterance, then read the state."""
+class DuetVerdict(BaseModel):
+    """The duet verifier's answer."""
+
+    fits: bool
+
+
+async def _verified(
+    model: Model, inp: WorldModelInput, prompt: str, utterance: str, budget: Sampling
+) -> str:
+    """DuetSim's verify step: the reply if it fits the state before the turn, else one more
+    written with the verifier's objection (kept whatever it says: one retry, as DuetSim)."""
+    task = tasks.get(inp.task)
+    state = describe_state(inp.previous_state)
+    question = DUET_VERIFY.format(
+        user_role=task.user_role,
+        agent_role=task.agent_role,
+        history=render_history(inp.history, task),
+        state=state,
+        utterance=utterance,
+    )
+    try:
+        verdict = await model.generate_structured(
+            question, DuetVerdict, budget, tag="validate.duet.verify"
+        )
+    except StructuredOutputError:
+        return utterance  # no verdict: nothing says the reply fails
+    if verdict.value.fits:
+        return utterance
+    again = await model.generate(
+        prompt + DUET_RETRY.format(state=state), budget, tag="validate.duet.regenerate"
+    )
+    return fit_text(again.text, UTTERANCE_CHARS) or "..."
+
+
+async def _read_dual(
+    model: Model, item: Item, ablation: str, sampling: Sampling, *, verify: bool = False
+) -> Reading:
+    """The dual baseline in prediction mode: generate the utterance (with ``verify``, checked
+    and written again once as DuetSim does), then read the state."""
     task = tasks.get(item.inp.task)
     inp = world_model_input(item, "predict", ablation)
     about = f"Your situation: {inp.context}\n" if inp.context.strip() else ""
@@ -143,13 +197,15 @@ async def _read_dual(model: Model, item: Item, ablation: str, sampling: Sampling
     budget = sampling.model_copy(update={"max_tokens": DUAL_MAX_TOKENS})
     written = await model.generate(prompt, budget, tag="validate.dual.generate")
     utterance = fit_text(written.text, UTTERANCE_CHARS) or "..."
-    verify = inp.model_copy(
+    if verify:
+        utterance = await _verified(model, inp, prompt, utterance, budget)
+    verify_input = inp.model_copy(
         update={"history": [*inp.history, ("user", utterance)], "mode": "understand"}
     )
     state_model, _ = task_output_models(task)
     try:
         result = await model.generate_structured(
-            build_messages(verify, task), state_model, sampling, tag="validate.dual.verify"
+            build_messages(verify_input, task), state_model, sampling, tag="validate.dual.verify"
         )
     except StructuredOutputError as exc:
         return Reading(None, utterance, f"invalid output: {exc}")
@@ -200,8 +256,9 @@ async def read_items(
     async def one(item: Item) -> Reading:
         async with gate:
             try:
-                if pipeline == "dual" and mode == "predict":
-                    reading = await _read_dual(model, item, ablation, sampling)
+                if pipeline in ("dual", "duet") and mode == "predict":
+                    verify = pipeline == "duet"
+                    reading = await _read_dual(model, item, ablation, sampling, verify=verify)
                 else:
                     reading = await _read_one(model, item, mode, ablation, sampling)
             except ModelCallError as exc:

@@ -229,8 +229,9 @@ def build_card(
         heldout: Which dialogues of corpora without an official split are items.
         modes: ``understand`` (the real turn is given, the state is asked) and/or ``predict``
             (state and utterance are asked; adds the utterance tier).
-        pipeline: ``joint`` (the world model's one call) or ``dual`` (the generator + verifier
-            baseline; differs in prediction mode only).
+        pipeline: ``joint`` (the world model's one call), ``dual`` (the generator + verifier
+            baseline) or ``duet`` (``dual`` with DuetSim's regenerate-once check); the three
+            differ in prediction mode only.
         label: Column name in comparisons (default: the address, with the ablation).
         train_samples: A samples directory whose ``train.jsonl`` the simulator was trained on;
             given, prediction mode adds the memorisation figure to each part.
