@@ -153,7 +153,7 @@ def test_every_real_window_obeys_the_rule(real_window_corpora: dict[str, list[Di
             assert [u for w in windows for u in w.utterances] == dialogue.utterances
             count += len(windows)
         totals[name] = count
-    # DESIGN.md §3: a greedy pass over the three corpora gives 5,864 windows
+    # the greedy pass over the three corpora gives 5,864 windows
     assert totals == {"annomi": 848, "esconv": 3259, "p4g": 1757}
     assert sum(totals.values()) == 5864
 

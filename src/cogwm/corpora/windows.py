@@ -1,4 +1,4 @@
-"""Sliding windows for the DialToM benchmark (DESIGN.md §3).
+"""Sliding windows for the DialToM benchmark.
 
 A session is cut into consecutive windows of whole utterances, bounded between 150 and 200
 whitespace words (the default, ``max_words=200``):
