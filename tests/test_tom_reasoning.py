@@ -64,7 +64,9 @@ def _thinker(messages: list[Message], sampling: Sampling) -> str:
     """Thinks at length, names every other letter first, then ends on the gold ("yes")."""
     gold = _letter_of(messages, "yes")
     others = [x for x in LETTERS if x != gold]
-    assert "Answer: <letter>" in messages[-1].content  # asked to think, not for a letter alone
+    asked = messages[-1].content
+    assert asked.endswith("'Answer: <letter>' naming the correct option.")  # asked to think
+    assert "letter of the correct option only" not in asked
     thought = " ".join(f"Option {x} could fit; answer: {x}?" for x in others)
     padding = " ".join(["hmm"] * 300)
     after = f"Not {others[0]}; answer: {others[1]}? No. Answer: {gold}"

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from cogwm.models import Model
 from cogwm.models.types import ChoicePath, ChoiceScores, Message, Sampling
+from cogwm.tom.prompts import LETTER_INSTRUCTION
 
 #: Tokens a reasoning model may spend on one item (thinking and answer together).
 DEFAULT_REASONING_TOKENS = 4096
@@ -63,8 +64,8 @@ def final_letter(answer: str, letters: Sequence[str]) -> str | None:
 def think_messages(messages: Sequence[Message]) -> list[Message]:
     """A multiple-choice prompt whose closing instruction asks the model to think first."""
     *head, last = messages
-    body = last.content.rsplit("\n", 1)[0]  # drop "Answer with the letter ... only."
-    return [*head, last.model_copy(update={"content": f"{body}\n{THINK_INSTRUCTION}"})]
+    body = last.content.removesuffix(LETTER_INSTRUCTION).rstrip("\n")
+    return [*head, last.model_copy(update={"content": f"{body}\n\n{THINK_INSTRUCTION}"})]
 
 
 async def reasoned_choice(
