@@ -156,3 +156,31 @@ def test_the_openai_backend_reads_the_servers_reasoning_field() -> None:
     assert _reasoning_of(SimpleNamespace(content="B", reasoning="C first")) == "C first"
     assert _reasoning_of(SimpleNamespace(content="B", reasoning_content=None)) is None
     assert _reasoning_of(SimpleNamespace(content="B", reasoning_content="  ")) is None
+
+
+def test_every_rotation_of_a_circular_reasoning_run_thinks_first(tmp_path: Path) -> None:
+    models.register_fake(FAKE, _thinker, logprobs=False, full_logits=False)
+    with ToMStore(tmp_path / "t.sqlite") as store:
+        model = models.load(f"fake:{FAKE}")
+        summary = asyncio.run(
+            evaluate(_items(2), model, store, reasoning_tokens=4096, circular=True)
+        )
+        rotations = [row for _, row in store.rotations(summary.run_id)]
+    assert summary.rotated == 2 and len(rotations) == 6
+    assert all(r.correct and r.raw.startswith("<think>") for r in rotations)
+
+
+def test_the_teacher_budget_is_set_from_the_cli(tmp_path: Path) -> None:
+    def teacher(messages: list[Message], sampling: Sampling) -> str:
+        return " ".join((["because"] * 900 + ["Answer:", "B"])[: sampling.max_tokens])
+
+    models.register_fake(FAKE, teacher)
+    items, db = tmp_path / "items.jsonl", tmp_path / "t.sqlite"
+    write_items(items, _items(2))
+    for budget, words in (("4096", 902), ("600", 600)):
+        # one seed per budget: stored reasoning is kept per teacher and seed
+        _cli_json("eval", str(items), "--model", "fake:schema", "--db", str(db), "--seed", budget,
+                  "--inject-from", f"fake:{FAKE}", "--teacher-tokens", budget)  # fmt: skip
+        with ToMStore(db) as store:
+            stored = store.raw_reasoning(f"fake:{FAKE}", int(budget))
+        assert [len(text.split()) for text in stored.values()] == [words, words]
