@@ -71,10 +71,10 @@ def test_windows_command(fixtures_dir: Path, tmp_path: Path) -> None:
     windows = [Window.model_validate_json(line) for line in out.read_text().splitlines()]
     # every fixture dialogue is under 150 words: one window each
     assert [w.id for w in windows] == [
-        "esconv:train:0#w0",
-        "esconv:train:1#w0",
-        "esconv:valid:0#w0",
-        "esconv:test:0#w0",
+        "esconv:train:0#w0@200",
+        "esconv:train:1#w0@200",
+        "esconv:valid:0#w0@200",
+        "esconv:test:0#w0@200",
     ]
     assert "esconv: 4 windows from 4 dialogues; 0 (0.0%) over 200 words" in result.stdout
 

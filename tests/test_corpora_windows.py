@@ -1,4 +1,7 @@
-"""Sliding windows (DESIGN.md §3): hand-worked cases, properties, and every real window."""
+"""The earlier greedy window rule (``max_words=None``): hand-worked cases, properties, real windows.
+
+The default bounded rule is tested in test_windows_bounded.py.
+"""
 
 from __future__ import annotations
 
@@ -105,7 +108,7 @@ _plans = st.lists(
 @settings(max_examples=60)
 def test_windows_of_synthetic_dialogues(plan: list[tuple[Role, int]]) -> None:
     dialogue = _dialogue(plan)
-    windows = make_windows(dialogue)
+    windows = make_windows(dialogue, max_words=None)
     spans = [Span(w.start, w.end, w.word_count) for w in windows]
     assert_window_rule([words for _, words in plan], spans)
     assert [u for w in windows for u in w.utterances] == dialogue.utterances
@@ -115,7 +118,7 @@ def test_windows_of_synthetic_dialogues(plan: list[tuple[Role, int]]) -> None:
 
 def test_window_record() -> None:
     dialogue = _dialogue([(Role.AGENT, 100), (Role.USER, 60), (Role.AGENT, 10)], "annomi:3")
-    (window,) = make_windows(dialogue)
+    (window,) = make_windows(dialogue, max_words=None)
     assert window.id == "annomi:3#w0"
     assert (window.start, window.end, window.word_count) == (0, 3, 170)
     assert (window.initiator, window.recipient) == ("therapist", "client")
@@ -128,7 +131,7 @@ def test_window_record() -> None:
 def test_summary_counts_windows_over_200_words() -> None:
     # windows of 155 and 290 words (the 140-word tail joins the second): one of two over 200
     dialogue = _dialogue([(Role.AGENT, 155), (Role.USER, 150), (Role.AGENT, 140)])
-    summary = summarize(make_windows(dialogue))
+    summary = summarize(make_windows(dialogue, max_words=None))
     assert (summary.windows, summary.over_long, summary.share_over_long) == (2, 1, 0.5)
     assert summary.mean_words == (155 + 290) / 2
     assert summarize([]).share_over_long is None
@@ -144,13 +147,13 @@ def test_every_real_window_obeys_the_rule(real_window_corpora: dict[str, list[Di
     for name, dialogues in real_window_corpora.items():
         count = 0
         for dialogue in dialogues:
-            windows = make_windows(dialogue)
+            windows = make_windows(dialogue, max_words=None)
             counts = [corpora.word_count(u.text) for u in dialogue.utterances]
             assert_window_rule(counts, [Span(w.start, w.end, w.word_count) for w in windows])
             assert [u for w in windows for u in w.utterances] == dialogue.utterances
             count += len(windows)
         totals[name] = count
-    # DESIGN.md §3: a greedy pass over the three corpora gives 5,864 windows
+    # the greedy pass over the three corpora gives 5,864 windows
     assert totals == {"annomi": 848, "esconv": 3259, "p4g": 1757}
     assert sum(totals.values()) == 5864
 
@@ -158,7 +161,9 @@ def test_every_real_window_obeys_the_rule(real_window_corpora: dict[str, list[Di
 def test_real_share_of_windows_over_200_words(
     real_window_corpora: dict[str, list[Dialogue]],
 ) -> None:
-    windows = [w for ds in real_window_corpora.values() for w in corpora.iter_windows(ds)]
+    windows = [
+        w for ds in real_window_corpora.values() for w in corpora.iter_windows(ds, max_words=None)
+    ]
     summary = summarize(windows)
     assert summary.windows == 5864
     assert summary.over_long == 1865

@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 from cogwm.cli.tom import app
 from cogwm.errors import InputError
 from cogwm.tom.items import read_items
+from cogwm.tom.templates import DROP_NOT_MOST_CONSISTENT
+from helpers_cli import cogwm
 from helpers_tom import tom_data_dir
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -38,17 +40,40 @@ def workdir(tmp_path_factory: pytest.TempPathFactory, fixtures_dir: Path) -> Pat
 def test_contexts(workdir: Path) -> None:
     out = _json("contexts", "--data-dir", str(workdir / "data"), "--out", str(workdir / "c.jsonl"))
     by_corpus = {row["corpus"]: row for row in out["corpora"]}
-    # 3 AnnoMI sessions of 20 utterances x 40 words = 800 words -> 5 windows of 160 words each
-    assert (by_corpus["annomi"]["sessions"], by_corpus["annomi"]["contexts"]) == (3, 15)
-    assert by_corpus["annomi"]["with_prospective"] == 12
+    # 3 AnnoMI sessions of 20 utterances x 40 words = 800 words -> 4 windows of 200 words each
+    assert (by_corpus["annomi"]["sessions"], by_corpus["annomi"]["contexts"]) == (3, 12)
+    assert by_corpus["annomi"]["with_prospective"] == 9
+    assert out["max_words"] == 200
     lines = (workdir / "c.jsonl").read_text().splitlines()
-    assert len(lines) == out["total"] and json.loads(lines[0])["id"] == "annomi:0#w0"
+    assert len(lines) == out["total"] and json.loads(lines[0])["id"] == "annomi:0#w0@200"
+    assert json.loads(lines[0])["kind"] == "bounded"
+    # the earlier greedy rule: 5 windows of 160 words each, ids without the ceiling
+    greedy = _json("contexts", "--data-dir", str(workdir / "data"), "--max-words", "0")
+    by_corpus = {row["corpus"]: row for row in greedy["corpora"]}
+    assert by_corpus["annomi"]["contexts"] == 15 and greedy["max_words"] is None
+
+
+def test_contexts_refuse_a_ceiling_under_150_words(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cogwm("tom", "contexts", "--data-dir", str(workdir / "data"), "--max-words", "120")
+    assert code == 2
+    assert "--max-words must be 0 (greedy rule) or at least 150" in capsys.readouterr().err
 
 
 def test_pipeline_end_to_end(workdir: Path) -> None:
     data, items = str(workdir / "data"), workdir / "items.jsonl"
+    bounded = _json("build", "--corpus", "all", "--source", "template", "--out", str(items),
+                    "--data-dir", data)  # fmt: skip
+    counts = {(c["domain"], c["task"]): c["items"] for c in bounded["counts"]}
+    assert counts[("MI", "retrospective")] == 12
+    # the fixture's 200-word windows open alike: every MI prospective gold ties a distractor
+    assert ("MI", "prospective") not in counts
+    assert bounded["dropped"][f"annomi_talk_type: {DROP_NOT_MOST_CONSISTENT}"] == 9
+    assert {w["corpus"]: w["contexts"] for w in bounded["windows"]}["annomi"] == 12
+    # the rest of the pipeline runs on the greedy windows, which give prospective items here
     built = _json("build", "--corpus", "all", "--source", "template", "--out", str(items),
-                  "--data-dir", data)  # fmt: skip
+                  "--data-dir", data, "--max-words", "0")  # fmt: skip
     counts = {(c["domain"], c["task"]): c["items"] for c in built["counts"]}
     assert counts[("MI", "retrospective")] == 15 and counts[("MI", "prospective")] == 12
     assert counts[("ESC", "retrospective")] == 4  # the ESConv fixture has 4 sessions

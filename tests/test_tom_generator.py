@@ -49,7 +49,7 @@ def scripted() -> Iterator[str]:
 
 
 def _run(name: str) -> tuple[ItemGenerator, list[ToMItem]]:
-    contexts = contexts_of([annomi_session()])
+    contexts = contexts_of([annomi_session()], max_words=None)
     generator = ItemGenerator(models.load(f"fake:{name}"))
     made: list[ToMItem] = []
     asyncio.run(generator.run(contexts, lambda _c, items: made.extend(items)))
@@ -75,7 +75,7 @@ def test_generator_builds_six_retrospective_and_one_prospective_per_context(
     assert belief.provenance.generator_model == f"fake:{scripted}"
     assert belief.provenance.prompt_version == GENERATOR_PROMPT_VERSION
     w0 = next(i for i in prosp if i.provenance.window_id == "annomi:7#w0")
-    contexts = contexts_of([annomi_session()])
+    contexts = contexts_of([annomi_session()], max_words=None)
     assert w0.gold.startswith("Counselor: ") and w0.gold in w0.options
     assert "Client: Other continuation 0." in w0.options
     assert w0.profile is not None and w0.profile.startswith("Belief: The client belief")
@@ -99,7 +99,7 @@ def test_invalid_structured_output_is_counted_not_kept(scripted: str) -> None:
 
 
 def test_schema_fake_runs_end_to_end() -> None:
-    contexts = contexts_of([annomi_session()])[:1]
+    contexts = contexts_of([annomi_session()], max_words=None)[:1]
     generator = ItemGenerator(models.load("fake:schema"))
     made: list[ToMItem] = []
     asyncio.run(generator.run(contexts, lambda _c, items: made.extend(items)))

@@ -29,11 +29,13 @@ def _forget_fake() -> Iterator[None]:
 
 
 def _retro_items() -> list[ToMItem]:
-    return build_template_items(contexts_of([annomi_session()]), tasks=[Task.RETROSPECTIVE])
+    return build_template_items(
+        contexts_of([annomi_session()], max_words=None), tasks=[Task.RETROSPECTIVE]
+    )
 
 
 def test_items_record_the_session_before_their_window() -> None:
-    contexts = contexts_of([annomi_session()])
+    contexts = contexts_of([annomi_session()], max_words=None)
     items = {i.provenance.window_id: i for i in _retro_items()}
     assert items["annomi:7#w0"].earlier == []
     assert items["annomi:7#w1"].earlier == contexts[0].lines()
@@ -42,7 +44,9 @@ def test_items_record_the_session_before_their_window() -> None:
     assert last.shown_history() == last.context  # the window, as before
     assert last.shown_history(full=True) == last.earlier + last.context
     # prospective items show no history either way
-    prosp = build_template_items(contexts_of([annomi_session()]), tasks=[Task.PROSPECTIVE])
+    prosp = build_template_items(
+        contexts_of([annomi_session()], max_words=None), tasks=[Task.PROSPECTIVE]
+    )
     assert all(i.earlier == [] and i.shown_history(full=True) == [] for i in prosp)
 
 

@@ -40,7 +40,9 @@ from cogwm.tom.templates import (
 
 class Built:
     def __init__(self, data: Path) -> None:
-        self.contexts = load_contexts(["annomi", "esconv", "persuasionforgood"], data)
+        self.contexts = load_contexts(
+            ["annomi", "esconv", "persuasionforgood"], data, max_words=None
+        )
         self.by_id: dict[str, Context] = {c.id: c for c in self.contexts}
         self.report: Counter[str] = Counter()
         self.votes = annomi_annotators.load(data / "annomi")

@@ -180,13 +180,28 @@ def windows(
         typer.Argument(help="One or more corpora (see `cogwm data list`).", show_default=False),
     ],
     out: OutOption,
+    max_words: Annotated[
+        int,
+        typer.Option(
+            "--max-words",
+            min=0,
+            help="Window ceiling (windows of 150 to this many words); 0: the earlier greedy "
+            "rule (close at the first boundary at or past 150 words, merge the tail).",
+        ),
+    ] = corpora.LONG_WINDOW_WORDS,
     data_dir: DataDirOption = None,
 ) -> None:
     """Write the sliding windows of every dialogue (one JSON per line) and report their count."""
     names = list(dict.fromkeys(corpora.get(name).name for name in corpus))
+    if 0 < max_words < corpora.WINDOW_MIN_WORDS:
+        raise InputError(f"--max-words must be 0 or at least {corpora.WINDOW_MIN_WORDS}")
     _require_out_dir(out)
     loaded = {name: _load(name, data_dir) for name in names}
-    per_corpus = {name: list(corpora.iter_windows(dialogues)) for name, dialogues in loaded.items()}
+    ceiling = max_words or None
+    per_corpus = {
+        name: list(corpora.iter_windows(dialogues, max_words=ceiling))
+        for name, dialogues in loaded.items()
+    }
     everything = [w for ws in per_corpus.values() for w in ws]
     _write_jsonl(out, everything)
     lines = [(name, len(loaded[name]), ws) for name, ws in per_corpus.items()]
@@ -202,7 +217,9 @@ def _window_report(n_dialogues: int, windows: list[corpora.Window]) -> str:
     share = "-" if summary.share_over_long is None else f"{summary.share_over_long:.1%}"
     return (
         f"{summary.windows:,} windows from {n_dialogues:,} dialogues; "
-        f"{summary.over_long:,} ({share}) over {corpora.LONG_WINDOW_WORDS} words"
+        f"{summary.over_long:,} ({share}) over {corpora.LONG_WINDOW_WORDS} words; "
+        f"{summary.long_utterance:,} long utterances alone, {summary.closed_short:,} closed "
+        f"short, {summary.tail:,} short tails"
     )
 
 

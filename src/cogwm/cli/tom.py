@@ -67,6 +67,17 @@ BaseUrlOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+MaxWordsOption = Annotated[
+    int,
+    typer.Option(
+        "--max-words",
+        min=0,
+        help="Window ceiling: windows of 150 to this many words, closed at the last utterance "
+        "boundary at or under it (counted exceptions: a longer utterance alone, a window closed "
+        "short). 0 selects the earlier greedy rule (close at the first boundary at or past 150 "
+        "words, merge the tail), whose windows may pass 200 words.",
+    ),
+]
 ConcurrencyOption = Annotated[
     int,
     typer.Option(
@@ -139,32 +150,20 @@ def contexts_command(
     corpus: Annotated[
         str, typer.Option("--corpus", help="annomi, esconv, persuasionforgood or all.")
     ] = "all",
+    max_words: MaxWordsOption = 200,
     data_dir: DataDirOption = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the contexts here (JSON lines).")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Cut the sessions into DialToM contexts (sliding windows) and count them."""
-    from cogwm import corpora
+    """Cut the sessions into DialToM contexts (sliding windows) and count them per corpus."""
     from cogwm.tom.contexts import load_contexts, resolve_corpora
 
-    contexts = load_contexts(resolve_corpora(corpus), resolve_data_dir(data_dir))
-    rows = []
-    for name in sorted({c.corpus for c in contexts}):
-        mine = [c for c in contexts if c.corpus == name]
-        words = [corpora.word_count(" ".join(u.text for u in c.utterances)) for c in mine]
-        rows.append(
-            {
-                "corpus": name,
-                "domain": mine[0].domain.value,
-                "sessions": len({c.dialogue.id for c in mine}),
-                "contexts": len(mine),
-                "with_prospective": sum(not c.is_last for c in mine),
-                "over_200_words": sum(w > corpora.LONG_WINDOW_WORDS for w in words),
-                "mean_words": sum(words) / len(words),
-            }
-        )
+    contexts = load_contexts(
+        resolve_corpora(corpus), resolve_data_dir(data_dir), _window_ceiling(max_words)
+    )
+    rows = _window_rows(contexts)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("w", encoding="utf-8") as handle:
@@ -175,20 +174,66 @@ def contexts_command(
                     "domain": c.domain.value,
                     "dialogue_id": c.dialogue.id,
                     "index": c.index,
+                    "kind": c.kind.value,
                     "last": c.is_last,
                     "lines": [line.model_dump(mode="json") for line in c.lines()],
                 }
                 handle.write(json.dumps(record) + "\n")
     if as_json:
-        print_json({"corpora": rows, "total": len(contexts)})
+        print_json({"corpora": rows, "total": len(contexts), "max_words": max_words or None})
         return
-    table = Table(title="DialToM contexts", title_justify="left")
+    console.print(_window_table(rows, max_words))
+    console.print(f"{len(contexts)} contexts")
+
+
+def _window_ceiling(max_words: int) -> int | None:
+    """``--max-words`` as the window rule's ceiling (None: the greedy rule)."""
+    from cogwm import corpora
+
+    if max_words == 0:
+        return None
+    if max_words < corpora.WINDOW_MIN_WORDS:
+        raise InputError(
+            f"--max-words must be 0 (greedy rule) or at least {corpora.WINDOW_MIN_WORDS}, "
+            f"got {max_words}"
+        )
+    return max_words
+
+
+def _window_rows(contexts: list[Context]) -> list[dict[str, Any]]:
+    """Per corpus: sessions, windows, and the windows each clause of the rule counts."""
+    from cogwm import corpora
+
+    rows = []
+    for name in sorted({c.corpus for c in contexts}):
+        mine = [c for c in contexts if c.corpus == name]
+        words = [corpora.word_count(" ".join(u.text for u in c.utterances)) for c in mine]
+        kinds = Counter(c.kind for c in mine)
+        rows.append(
+            {
+                "corpus": name,
+                "domain": mine[0].domain.value,
+                "sessions": len({c.dialogue.id for c in mine}),
+                "contexts": len(mine),
+                "with_prospective": sum(not c.is_last for c in mine),
+                "over_200_words": sum(w > corpora.LONG_WINDOW_WORDS for w in words),
+                "long_utterance": kinds[corpora.WindowKind.LONG_UTTERANCE],
+                "closed_short": kinds[corpora.WindowKind.CLOSED_SHORT],
+                "short_tail": kinds[corpora.WindowKind.TAIL],
+                "mean_words": sum(words) / len(words),
+            }
+        )
+    return rows
+
+
+def _window_table(rows: list[dict[str, Any]], max_words: int) -> Table:
+    rule = f"150-{max_words} words" if max_words else "greedy rule"
+    table = Table(title=f"DialToM contexts ({rule})", title_justify="left")
     for column in rows[0] if rows else []:
         table.add_column(column)
     for row in rows:
         table.add_row(*[f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values()])
-    console.print(table)
-    console.print(f"{len(contexts)} contexts")
+    return table
 
 
 # -- build -----------------------------------------------------------------------
@@ -222,6 +267,7 @@ def build_command(
         int | None, typer.Option("--limit", min=1, help="At most this many contexts per corpus.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of distractor choices and order.")] = 13,
+    max_words: MaxWordsOption = 200,
     resume: Annotated[
         bool, typer.Option("--resume", help="LLM: keep OUT and skip contexts already in it.")
     ] = False,
@@ -244,7 +290,10 @@ def build_command(
     require_resumable(out, resume=resume and source == "llm")
     if source == "llm":
         preflight_models([("--model", model)], base_url=base_url, network=network_preflight)
-    contexts = load_contexts(resolve_corpora(corpus), resolve_data_dir(data_dir))
+    contexts = load_contexts(
+        resolve_corpora(corpus), resolve_data_dir(data_dir), _window_ceiling(max_words)
+    )
+    windows = _window_rows(contexts)
     if limit is not None:
         contexts = _first_per_corpus(contexts, limit)
     report: Counter[str] = Counter()
@@ -263,11 +312,13 @@ def build_command(
                 "items": len(items),
                 "counts": _counts_json(items),
                 "dropped": dict(sorted(report.items())),
+                "windows": windows,
             }
         )
         if failed:
             raise typer.Exit(EXIT_UNITS_FAILED)
         return
+    console.print(_window_table(windows, max_words))
     console.print(_count_table(items, f"{source} items written to {out}"))
     for reason, n in sorted(report.items()):
         console.print(f"  {n:5d}  {reason}", markup=False, highlight=False)
@@ -656,6 +707,30 @@ def eval_command(
             "session up to the window's end). Recorded with the run.",
         ),
     ] = "window",
+    reasoning: Annotated[
+        bool,
+        typer.Option(
+            "--reasoning",
+            help="Let the model think before it answers (a reasoning model): the final letter "
+            "is the last 'Answer: X' of the reply after its thinking, else a bare letter on its "
+            "last line; the whole reply, thinking included, is stored.",
+        ),
+    ] = False,
+    reasoning_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--reasoning-tokens",
+            min=1,
+            help="With --reasoning: the token budget per item (thinking and answer).",
+            show_default="4096",
+        ),
+    ] = None,
+    teacher_tokens: Annotated[
+        int,
+        typer.Option(
+            "--teacher-tokens", min=1, help="With --inject-from: the teacher's reasoning budget."
+        ),
+    ] = 4096,
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
@@ -676,6 +751,7 @@ def eval_command(
         raise InputError(f"{items_path}: no items")
     if mask_with is not None and inject_from is None:
         raise InputError("--mask-with needs --inject-from (it masks the teacher's reasoning)")
+    budget = _reasoning_budget(reasoning, reasoning_tokens)
     condition = injected_condition(inject_from, mask_with) if inject_from else PLAIN
     preflight_models(
         [("--model", model), ("--inject-from", inject_from), ("--mask-with", mask_with)],
@@ -684,7 +760,7 @@ def eval_command(
     )
     with open_store(db) as store:
         if inject_from is not None:
-            _teacher(items, inject_from, store, seed, concurrency, base_url)
+            _teacher(items, inject_from, store, (seed, teacher_tokens, concurrency), base_url)
         if inject_from is not None and mask_with is not None:
             _mask(items, inject_from, mask_with, store, seed, concurrency, base_url)
         summary = _evaluate(
@@ -701,6 +777,7 @@ def eval_command(
                 history,
                 concurrency,
                 base_url,
+                budget,
             ),
         )
         rows = _run_rates(store, summary.run_id)
@@ -716,23 +793,35 @@ def eval_command(
         raise typer.Exit(EXIT_UNITS_FAILED)
 
 
+def _reasoning_budget(reasoning: bool, tokens: int | None) -> int | None:
+    """The thinking budget of ``--reasoning`` (None: a bare letter is asked for)."""
+    from cogwm.tom.reasoning import DEFAULT_REASONING_TOKENS
+
+    if tokens is not None and not reasoning:
+        raise InputError("--reasoning-tokens needs --reasoning")
+    if not reasoning:
+        return None
+    return tokens if tokens is not None else DEFAULT_REASONING_TOKENS
+
+
 def _teacher(
     items: list[ToMItem],
     spec: str,
     store: ToMStore,
-    seed: int,
-    concurrency: int,
+    settings: tuple[int, int, int],  # seed, token budget, concurrency
     base_url: str | None,
 ) -> None:
     from cogwm.tom.evaluate import teacher_reasoning
 
     teacher = _load_model(spec, base_url)
+    seed, max_tokens, concurrency = settings
 
     async def run(advance: Callable[[], None]) -> EvalSummary:
         try:
             return await teacher_reasoning(
-                items, teacher, store, seed=seed, concurrency=concurrency, on_progress=advance
-            )
+                items, teacher, store, seed=seed, max_tokens=max_tokens,
+                concurrency=concurrency, on_progress=advance,
+            )  # fmt: skip
         finally:
             await teacher.aclose()
 
@@ -782,6 +871,7 @@ class _EvalOptions(NamedTuple):
     history: str
     concurrency: int
     base_url: str | None
+    reasoning_tokens: int | None = None
 
 
 def _evaluate(items: list[ToMItem], spec: str, store: ToMStore, options: _EvalOptions) -> Any:
@@ -802,6 +892,7 @@ def _evaluate(items: list[ToMItem], spec: str, store: ToMStore, options: _EvalOp
                 resume=options.resume,
                 circular=options.circular,
                 history=options.history,
+                reasoning_tokens=options.reasoning_tokens,
                 concurrency=options.concurrency,
                 on_progress=advance,
             )
@@ -856,6 +947,7 @@ def _print_eval(
         "rotated": summary.rotated,
         "paths": dict(summary.paths),
         "history": summary.history,
+        "reasoning_tokens": summary.reasoning_tokens,
         "prompt_words_mean": summary.prompt_length[0] if summary.prompt_length else None,
         "prompt_words_max": summary.prompt_length[1] if summary.prompt_length else None,
     }

@@ -571,6 +571,7 @@ class Model:
             usage=usage,
             logprobs=reply.logprobs,
             finish_reason=reply.finish_reason,
+            reasoning=reply.reasoning,
             model=self.spec,
             endpoint=reply.endpoint,
             cached=cached,

@@ -358,6 +358,7 @@ class OpenAIBackend(Backend):
             ),
             logprobs=_token_logprobs(choice.logprobs),
             finish_reason=choice.finish_reason,
+            reasoning=_reasoning_of(choice.message),
         )
 
     def _classify(self, exc: Exception, request: BackendRequest) -> BackendError:
@@ -454,6 +455,15 @@ def _probe_request(
         schema_name="probe",
         logprobs=logprobs,
     )
+
+
+def _reasoning_of(message: Any) -> str | None:
+    """The thinking a reasoning server returns beside the content (vLLM, DeepSeek, llama.cpp)."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
 
 
 def _message_of(exc: Exception) -> str:

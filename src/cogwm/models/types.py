@@ -124,6 +124,9 @@ class BackendReply(_Rec):
     )
     endpoint: str | None = Field(default=None, description="Which endpoint answered.")
     finish_reason: str | None = None
+    reasoning: str | None = Field(
+        default=None, description="The model's thinking, where the server returns it apart."
+    )
 
 
 class Capabilities(_Rec):
@@ -145,6 +148,9 @@ class Completion(_Rec):
     usage: Usage
     logprobs: list[TokenLogprob] | None = None
     finish_reason: str | None = Field(default=None, description="'length' when max_tokens cut it.")
+    reasoning: str | None = Field(
+        default=None, description="The model's thinking, where the server returns it apart."
+    )
     model: str
     endpoint: str | None = None
     cached: bool = False

@@ -1,8 +1,10 @@
 """DialToM contexts: the sliding windows of AnnoMI, ESConv and PersuasionForGood.
 
-A context is one window (DESIGN.md §3) with its place in the session: the window that follows
-it (whose opening is the gold of a prospective item) and whether it is the session's last. Its id
-is the window id ``"<dialogue id>#w<k>"``, stable across runs.
+A context is one window (see :mod:`cogwm.corpora.windows`) with its place in the session: the
+window that follows it (whose opening is the gold of a prospective item) and whether it is the
+session's last. Its id is the window id, stable across runs: ``"<dialogue id>#w<k>@200"`` under
+the default bounded rule (150 to 200 words), ``"<dialogue id>#w<k>"`` under the earlier greedy
+rule (``max_words=None``), so items built on different windows never share an id.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cogwm import corpora
-from cogwm.corpora import word_count
+from cogwm.corpora import WindowKind, word_count
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Role, Utterance
 from cogwm.tom.items import CORPUS_DOMAIN, Domain, Line, SpeakerRole
@@ -26,6 +28,9 @@ ROLE_NAMES: dict[Domain, tuple[str, str]] = {
     Domain.ESC: ("Supporter", "Seeker"),
     Domain.PD: ("Persuader", "Persuadee"),
 }
+
+#: The window rule's ceiling by default (None selects the earlier greedy rule).
+DEFAULT_MAX_WORDS: int | None = corpora.LONG_WINDOW_WORDS
 
 #: The gold continuation of a prospective item: the opening of the next window, about this long.
 OPENING_WORDS = 60
@@ -43,6 +48,7 @@ class Context:
     utterances: list[Utterance]
     following: list[Utterance] | None  # the next window's utterances; None for the last window
     start: int = 0  # position of the window's first utterance in the session
+    kind: WindowKind = WindowKind.BOUNDED  # why the window closed where it did
 
     def earlier_lines(self) -> list[Line]:
         """The session's lines before this window (shown with ``--history full``)."""
@@ -87,16 +93,25 @@ def resolve_corpora(name: str) -> list[str]:
     return [canonical]
 
 
-def load_contexts(corpus_names: Sequence[str], data_dir: Path) -> list[Context]:
-    """Load the corpora and cut every session into contexts."""
+def load_contexts(
+    corpus_names: Sequence[str], data_dir: Path, max_words: int | None = DEFAULT_MAX_WORDS
+) -> list[Context]:
+    """Load the corpora and cut every session into contexts (``max_words`` as in contexts_of)."""
     found: list[Context] = []
     for name in corpus_names:
-        found.extend(contexts_of(corpora.load(name, data_dir)))
+        found.extend(contexts_of(corpora.load(name, data_dir), max_words))
     return found
 
 
-def contexts_of(dialogues: Iterable[Dialogue]) -> list[Context]:
-    """The contexts of every dialogue, in order."""
+def contexts_of(
+    dialogues: Iterable[Dialogue], max_words: int | None = DEFAULT_MAX_WORDS
+) -> list[Context]:
+    """The contexts of every dialogue, in order.
+
+    Args:
+        dialogues: The sessions.
+        max_words: The bounded window rule's ceiling; None for the earlier greedy rule.
+    """
     found: list[Context] = []
     for dialogue in dialogues:
         domain = CORPUS_DOMAIN.get(dialogue.corpus)
@@ -104,7 +119,7 @@ def contexts_of(dialogues: Iterable[Dialogue]) -> list[Context]:
             raise InputError(
                 f"dialogue {dialogue.id}: corpus {dialogue.corpus!r} is not in DialToM"
             )
-        windows = corpora.make_windows(dialogue)
+        windows = corpora.make_windows(dialogue, max_words=max_words)
         for k, window in enumerate(windows):
             following = windows[k + 1].utterances if k + 1 < len(windows) else None
             found.append(
@@ -117,6 +132,7 @@ def contexts_of(dialogues: Iterable[Dialogue]) -> list[Context]:
                     utterances=window.utterances,
                     following=following,
                     start=window.start,
+                    kind=window.kind,
                 )
             )
     return found

@@ -13,6 +13,11 @@ item counts as circularly correct only when every rotation is answered right. Th
 belong to the same run as the plain answers (rotation 0), so the plain and the circular rate come
 from one run; a plain run can be made circular later with ``resume``.
 
+Reasoning models (``reasoning_tokens``): the model thinks within that token budget before its
+answer, and the final letter is extracted by the rule documented in :mod:`cogwm.tom.reasoning`;
+the raw reply, thinking included, is stored as the answer's ``raw``. The budget is part of the
+run's id and config.
+
 The reasoning-injection probe: a *teacher* reasons about each item (:func:`teacher_reasoning`);
 its option references are masked (:func:`mask_option_references`); a *student* then answers with
 that reasoning in its prompt (``condition = "injected:<teacher>"``).
@@ -30,7 +35,7 @@ from dataclasses import dataclass, field
 
 from cogwm.errors import InputError
 from cogwm.models import Model
-from cogwm.models.types import Message, ModelCallError, Sampling
+from cogwm.models.types import ChoiceScores, Message, ModelCallError, Sampling
 from cogwm.tom.items import ToMItem, Variant
 from cogwm.tom.prompts import (
     HISTORIES,
@@ -44,12 +49,14 @@ from cogwm.tom.prompts import (
     permutation,
     reasoning_messages,
 )
+from cogwm.tom.reasoning import reasoned_choice
 from cogwm.tom.store import AnswerRow, RunInfo, ToMStore
 
 PLAIN = "plain"
 MASK = "[MASK]"
 OPEN_SAMPLING = Sampling(temperature=0.0, max_tokens=120)
-REASONING_SAMPLING = Sampling(temperature=0.0, max_tokens=400)
+#: The teacher's reasoning budget for the injection probe: a reasoning model's whole thought.
+TEACHER_REASONING_TOKENS = 4096
 
 
 #: Masking paths recorded per item: the model's rewrite as it was, the rewrite with references
@@ -76,15 +83,18 @@ def run_id_for(
     seed: int,
     prompt_version: str = PROMPT_VERSION,
     history: str = HISTORY_WINDOW,
+    reasoning_tokens: int | None = None,
 ) -> str:
     """The id of a run: a hash of everything that changes its answers.
 
-    The history mode enters the hash only when it is not the default window, so the ids of
-    window runs are those of runs made before the mode existed.
+    The history mode and the reasoning budget enter the hash only when they are not the
+    defaults, so the ids of plain window runs are those of runs made before they existed.
     """
     parts: list[object] = [model, condition, seed, prompt_version]
     if history != HISTORY_WINDOW:
         parts.append(f"history:{history}")
+    if reasoning_tokens is not None:
+        parts.append(f"reasoning:{reasoning_tokens}")
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
@@ -100,6 +110,7 @@ class EvalSummary:
     missing_reasoning: int = 0
     rotated: int = 0  # items asked in every rotation (circular runs)
     history: str = HISTORY_WINDOW
+    reasoning_tokens: int | None = None  # the thinking budget of a reasoning run
     prompt_words: list[int] = field(default_factory=list)  # words of each prompt asked
 
     @property
@@ -144,6 +155,7 @@ async def evaluate(
     resume: bool = False,
     circular: bool = False,
     history: str = HISTORY_WINDOW,
+    reasoning_tokens: int | None = None,
     concurrency: int = 4,
     on_progress: Callable[[], None] | None = None,
 ) -> EvalSummary:
@@ -164,6 +176,9 @@ async def evaluate(
         history: What retrospective items show: ``window`` (the item's window) or ``full``
             (the whole session up to the window's end); recorded with the run and part of
             its id.
+        reasoning_tokens: Let the model think within this many tokens before answering a
+            multiple-choice item (see :mod:`cogwm.tom.reasoning`); None asks for the letter
+            alone. Recorded with the run and part of its id.
         concurrency: Items in flight at once.
         on_progress: Called after each item.
 
@@ -172,8 +187,12 @@ async def evaluate(
             mode; ``full`` history for an item built without the session before its window.
     """
     _check_history(items, history)
+    if reasoning_tokens is not None and reasoning_tokens < 1:
+        raise InputError(f"the reasoning budget must be at least 1 token, got {reasoning_tokens}")
     run = RunInfo(
-        run_id_for(model.identity, condition, seed, history=history),
+        run_id_for(
+            model.identity, condition, seed, history=history, reasoning_tokens=reasoning_tokens
+        ),
         model.spec,
         condition,
         teacher,
@@ -192,6 +211,7 @@ async def evaluate(
             "prompt_version": PROMPT_VERSION,
             "circular": circular,
             "history": history,
+            "reasoning_tokens": reasoning_tokens,
         },
     )
     if circular:
@@ -203,7 +223,7 @@ async def evaluate(
             f"answers in {store.path}; pass --resume to continue it"
         )
     reasoning = _shown_reasoning(store, teacher, seed, masker)
-    summary = EvalSummary(run_id=run.run_id, history=history)
+    summary = EvalSummary(run_id=run.run_id, history=history, reasoning_tokens=reasoning_tokens)
     limit = asyncio.Semaphore(concurrency)
 
     rotated = store.rotated_ids(run.run_id) if circular else set()
@@ -252,7 +272,7 @@ async def _answer(
             shown = permutation(item, run.seed)
             messages = mc_messages(item, shown, reasoning=hint, history=summary.history)
             summary.prompt_words.append(_words(messages))
-            scores = await model.score_choices(messages, shown.letters, tag="tom-eval")
+            scores = await _choose(model, messages, shown.letters, summary.reasoning_tokens)
             row = score_answer(
                 run.run_id,
                 item,
@@ -272,6 +292,15 @@ async def _answer(
             summary.failures.append(f"{item.id}: {exc.reason}")
         return
     summary.answered += 1
+
+
+async def _choose(
+    model: Model, messages: list[Message], letters: list[str], reasoning_tokens: int | None
+) -> ChoiceScores:
+    """The model's choice: a bare letter, or the final letter after thinking within a budget."""
+    if reasoning_tokens is None:
+        return await model.score_choices(messages, letters, tag="tom-eval")
+    return await reasoned_choice(model, messages, letters, reasoning_tokens, tag="tom-eval")
 
 
 def _shown_reasoning(
@@ -326,7 +355,7 @@ async def _rotations(
     try:
         for shown in rotations(permutation(item, run.seed)):
             messages = mc_messages(item, shown, reasoning=hint, history=summary.history)
-            scores = await model.score_choices(messages, shown.letters, tag="tom-eval")
+            scores = await _choose(model, messages, shown.letters, summary.reasoning_tokens)
             rows.append(
                 score_answer(
                     run.run_id,
@@ -458,13 +487,17 @@ async def teacher_reasoning(
     store: ToMStore,
     *,
     seed: int = 0,
+    max_tokens: int = TEACHER_REASONING_TOKENS,
     concurrency: int = 4,
     on_progress: Callable[[], None] | None = None,
 ) -> EvalSummary:
     """Have ``teacher`` reason about every multiple-choice item; store it raw and masked.
 
-    Items that already have reasoning from this teacher and seed are skipped.
+    The teacher may think within ``max_tokens``; where its server returns the thinking apart
+    from the answer, the stored raw reasoning is the thinking followed by the answer. Items that
+    already have reasoning from this teacher and seed are skipped.
     """
+    sampling = Sampling(temperature=0.0, max_tokens=max_tokens)
     store.put_items(items)
     have = store.reasoning(teacher.spec, seed)
     summary = EvalSummary(run_id=f"reasoning:{teacher.spec}")
@@ -475,7 +508,7 @@ async def teacher_reasoning(
             shown = permutation(item, seed)
             try:
                 completion = await teacher.generate(
-                    reasoning_messages(item, shown), REASONING_SAMPLING, tag="tom-teacher"
+                    reasoning_messages(item, shown), sampling, tag="tom-teacher"
                 )
             except ModelCallError as exc:
                 summary.failed += 1
@@ -485,10 +518,9 @@ async def teacher_reasoning(
             finally:
                 if on_progress is not None:
                     on_progress()
-        masked = mask_option_references(completion.text, shown.letters, item.options)
-        store.put_reasoning(
-            teacher.spec, item.id, seed, completion.text, masked, completion.call_id
-        )
+        text = "\n".join(t for t in (completion.reasoning, completion.text) if t)
+        masked = mask_option_references(text, shown.letters, item.options)
+        store.put_reasoning(teacher.spec, item.id, seed, text, masked, completion.call_id)
         summary.answered += 1
 
     todo = [i for i in items if i.variant is not Variant.OPEN and i.id not in have]

@@ -16,6 +16,8 @@ from cogwm.tom.items import Task, ToMItem, group_turns, render_lines
 
 #: Version of the subject prompts; part of a run's identity.
 PROMPT_VERSION = "dialtom-eval-v1"
+#: The closing line of a multiple-choice question (a reasoning run replaces it).
+LETTER_INSTRUCTION = "Answer with the letter of the correct option only."
 
 SYSTEM_PROMPT = (
     "You answer multiple-choice questions about real conversations and the mental states "
@@ -114,7 +116,7 @@ def mc_messages(
     if reasoning is not None:
         parts += ["", "An analysis of this question by another model (option names hidden):"]
         parts.append(reasoning)
-    parts += ["", "Answer with the letter of the correct option only."]
+    parts += ["", LETTER_INSTRUCTION]
     return [
         Message(role="system", content=SYSTEM_PROMPT),
         Message(role="user", content="\n".join(parts)),
