@@ -14,7 +14,14 @@ from cogwm.arena.config import parse_config
 from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
 from cogwm.arena.runner import run_arena
 from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
-from cogwm.models.llamacpp_batch import ENGINE_ENV, ENGINE_VERSION, engine_from_env, usable_cores
+from cogwm.models.llamacpp_batch import (
+    ENGINE_ENV,
+    ENGINE_VERSION,
+    _max_tokens,
+    _multibyte_fix,
+    engine_from_env,
+    usable_cores,
+)
 from cogwm.models.types import BackendReply, BackendRequest, Message, Sampling
 from cogwm.store import RunStore
 
@@ -181,3 +188,15 @@ def test_the_thread_budget_is_the_affinity_mask(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 64)
     assert usable_cores() == 3
+
+
+def test_the_token_limit_is_cut_to_what_the_context_holds() -> None:
+    assert _max_tokens(300, 351, 4096) == 300
+    assert _max_tokens(300, 4000, 4096) == 96
+    assert _max_tokens(0, 100, 4096) == 3996
+
+
+def test_an_unfinished_utf8_character_holds_the_reply_back() -> None:
+    assert _multibyte_fix(b"ab", 0) == 0
+    assert _multibyte_fix(b"ab" + "€".encode()[:1], 0) == 2  # 3-byte char, 1 byte seen
+    assert _multibyte_fix(b"ab" + "€".encode()[:2], 0) == 1
