@@ -7,7 +7,9 @@ GGUF LoRA adapter over it (``cogwm train export-gguf`` writes one). ``llamacpp:s
 world model shipped with cogwm: a GGUF LoRA inside this package (``cogwm/data/world_models``,
 with its model card) over ``smollm2``. The model's own chat template
 (from the GGUF metadata) formats the messages. JSON schemas are enforced by a grammar. One
-``Llama`` instance is not thread safe, so every call runs in a worker thread under one lock.
+``Llama`` instance is not thread safe, so every call runs in a worker thread under one lock;
+the ``batched`` engine (option ``engine``, or ``$COGWM_LLAMA_ENGINE=batched``) decodes the
+calls in flight together instead (see :mod:`cogwm.models.llamacpp_batch`).
 
 Log-probabilities of generated tokens need ``logits_all=True``, which makes prompt evaluation
 about three times slower, so a second instance with it is created only when such a call comes.
@@ -29,12 +31,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogwm.errors import ConfigError
 from cogwm.models.backend import Backend, local_sampling
+from cogwm.models.llamacpp_batch import (
+    ENGINE_VERSION,
+    BatchEngine,
+    Job,
+    SamplingPlan,
+    engine_from_env,
+    usable_cores,
+)
 from cogwm.models.structured import bounded_ints_as_enums, grammar_unsafe_literals
 from cogwm.models.types import (
     BackendError,
@@ -101,6 +111,14 @@ class LlamaCppOptions(BaseModel):
     )
     max_tokens_cap: int = Field(
         default=512, ge=1, description="Upper bound on max_tokens (tiny models loop)."
+    )
+    engine: Literal["batched", "single"] | None = Field(
+        default=None,
+        description="batched: requests in flight are decoded together in one context; single: "
+        "one request at a time under one lock (default: $COGWM_LLAMA_ENGINE, else single).",
+    )
+    parallel: int = Field(
+        default=8, ge=1, le=64, description="Sequences the batched engine decodes together."
     )
 
 
@@ -267,12 +285,18 @@ class LlamaCppBackend(Backend):
             # The identity names the base and the LoRA by content, whatever the display name.
             self.identity += f"+{lora.name}@{fingerprint(lora)}"
             self.endpoints = [f"inprocess:{path.name}+{lora.name}"]
+        self.engine = options.engine or engine_from_env()
         self.default_concurrency = 1  # one instance computes one thing at a time
+        if self.engine == "batched":
+            # Batched sequences can give other tokens than one at a time (see llamacpp_batch).
+            self.identity += f"~{ENGINE_VERSION}"
+            self.default_concurrency = options.parallel
         self.default_timeout_s = None  # a worker thread cannot be interrupted anyway
         self._lock = threading.Lock()
         self._llm: Llama | None = None
         self._llm_logprobs: Llama | None = None
         self._formatter: Any = None
+        self._batch_engine: BatchEngine | None = None
 
     # ----------------------------------------------------------------------------- Backend API
 
@@ -294,20 +318,37 @@ class LlamaCppBackend(Backend):
         )
 
     async def complete(self, request: BackendRequest, endpoint: str) -> BackendReply:
-        """Run the request in a worker thread (one at a time per loaded model)."""
+        """Decode the request with the others in flight (batched engine), or in a worker
+        thread one at a time (``single``, and calls asking for token log-probabilities)."""
+        if self.engine == "batched" and request.logprobs is None:
+            engine = await asyncio.to_thread(self._engine)
+            if self._formatter is not None:
+                return await self._complete_batched(engine, request)
         return await asyncio.to_thread(self._complete_locked, request)
 
     def describe(self) -> dict[str, str]:
-        """File, size, threads and context for ``cogwm models check``."""
-        return {
+        """File, size, engine, threads and context for ``cogwm models check``."""
+        described = {
             "file": str(self.path),
             "lora": str(self.lora) if self.lora else "-",
             "size_mb": f"{self.path.stat().st_size / 1e6:.0f}",
             "n_ctx": str(self.options.n_ctx),
+            "engine": self.engine,
             "n_threads": str(self.llama_kwargs()["n_threads"]),
             "n_threads_batch": str(self.llama_kwargs()["n_threads_batch"]),
             "chat_template": "from GGUF metadata" if self._formatter else "llama.cpp default",
         }
+        if self.engine == "batched":
+            described["engine"] = (
+                f"batched ({self.options.parallel} sequences, {self.batch_threads()} threads "
+                f"of the {usable_cores()} cores this process may use, one decode at a time "
+                "across the process's models); single for token log-probabilities"
+            )
+        return described
+
+    def batch_threads(self) -> int:
+        """The batched engine's threads: ``n_threads`` if set, else every usable core."""
+        return self.options.n_threads or usable_cores()
 
     # ------------------------------------------------------------------------------- internals
 
@@ -358,6 +399,76 @@ class LlamaCppBackend(Backend):
             self._formatter = _template_formatter(self._llm)
         return self._llm
 
+    def _engine(self) -> BatchEngine:
+        with self._lock:
+            llm = self._main_unlocked()
+            if self._batch_engine is None:
+                self._batch_engine = BatchEngine(
+                    llm,
+                    parallel=self.options.parallel,
+                    n_ctx=self.options.n_ctx,
+                    threads=self.batch_threads(),
+                )
+                atexit.register(self._batch_engine.close)
+            return self._batch_engine
+
+    async def _complete_batched(self, engine: BatchEngine, request: BackendRequest) -> BackendReply:
+        """The reply of ``create_chat_completion`` (or of :meth:`_score`), from the engine."""
+        llm = engine.llm
+        formatted = self._formatter(messages=[m.model_dump() for m in request.messages])
+        tokens = llm.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+        if request.candidates:
+            result = await engine.run(Job(tokens=tokens, plan=None))
+            return _scores_reply(llm, request, tokens, result.logits)
+        plan = self._plan(request, list(formatted.stop or []))
+        result = await engine.run(Job(tokens=tokens, plan=plan))
+        return BackendReply(
+            text=result.text,
+            usage=Usage(prompt_tokens=len(tokens), completion_tokens=result.completion_tokens),
+            finish_reason=result.finish_reason,
+        )
+
+    def _plan(self, request: BackendRequest, template_stops: list[str]) -> SamplingPlan:
+        """The request's sampling as ``create_chat_completion`` would apply it."""
+        import random
+
+        sampling = request.sampling
+        grammar = None
+        schema = self._grammar_schema(request)
+        if schema is not None:
+            from llama_cpp.llama_chat_format import _grammar_for_response_format
+
+            grammar = _grammar_for_response_format({"type": "json_object", "schema": schema})
+        stops = [*(sampling.stop or []), *template_stops]
+        return SamplingPlan(
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            seed=sampling.seed if sampling.seed is not None else random.randint(0, 2**32),
+            repeat_penalty=sampling.repeat_penalty or 1.0,
+            max_tokens=sampling.max_tokens,
+            stop=[s.encode("utf-8") for s in stops],
+            grammar=grammar,
+        )
+
+    def _grammar_schema(self, request: BackendRequest) -> dict[str, Any] | None:
+        """The schema a grammar enforces for ``request`` (None: no grammar).
+
+        Raises:
+            ConfigError: A choice in the schema that llama.cpp's grammar cannot express.
+        """
+        if request.json_schema is None or request.mode is not StructuredMode.GRAMMAR:
+            return None
+        schema: dict[str, Any] = bounded_ints_as_enums(request.json_schema)
+        unsafe = grammar_unsafe_literals(schema)
+        if unsafe:
+            raise ConfigError(
+                f"llamacpp:{self.name}: a JSON-schema choice contains a quote mark or "
+                f"backslash, which llama.cpp's grammar cannot express: {unsafe[0]!r}"
+            )
+        return schema
+
     def _complete_locked(self, request: BackendRequest) -> BackendReply:
         with self._lock:
             llm = self._main_unlocked()
@@ -391,14 +502,8 @@ class LlamaCppBackend(Backend):
             "stop": list(sampling.stop or []),
             "seed": sampling.seed,
         }
-        if request.json_schema is not None and request.mode is StructuredMode.GRAMMAR:
-            schema = bounded_ints_as_enums(request.json_schema)
-            unsafe = grammar_unsafe_literals(schema)
-            if unsafe:
-                raise ConfigError(
-                    f"llamacpp:{self.name}: a JSON-schema choice contains a quote mark or "
-                    f"backslash, which llama.cpp's grammar cannot express: {unsafe[0]!r}"
-                )
+        schema = self._grammar_schema(request)
+        if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         if request.logprobs is not None:
             kwargs["logprobs"] = True
@@ -432,23 +537,32 @@ class LlamaCppBackend(Backend):
         _eval_reusing_prefix(llm, tokens)
         n_vocab = llm.n_vocab()
         logits = np.ctypeslib.as_array(llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
-        logits = logits.astype(np.float64)
-        logprobs = logits - np.logaddexp.reduce(logits)
-        scores: dict[str, float] = {}
-        seen: set[int] = set()
-        for candidate in request.candidates or []:
-            ids = llm.tokenize(candidate.encode("utf-8"), add_bos=False, special=False)
-            if len(ids) == 1 and ids[0] not in seen:
-                seen.add(ids[0])
-                scores[candidate] = float(logprobs[ids[0]])
-        best = int(np.argmax(logprobs))
-        text = llm.detokenize([best]).decode("utf-8", errors="replace")
-        return BackendReply(
-            text=text,
-            usage=Usage(prompt_tokens=len(tokens), completion_tokens=0),
-            candidate_logprobs=scores,
-            finish_reason="scored",
-        )
+        return _scores_reply(llm, request, tokens, logits)
+
+
+def _scores_reply(
+    llm: Llama, request: BackendRequest, tokens: list[int], logits: Any
+) -> BackendReply:
+    """The candidates' next-token log-probabilities from the logits after the prompt."""
+    import numpy as np
+
+    values = np.asarray(logits, dtype=np.float64)
+    logprobs = values - np.logaddexp.reduce(values)
+    scores: dict[str, float] = {}
+    seen: set[int] = set()
+    for candidate in request.candidates or []:
+        ids = llm.tokenize(candidate.encode("utf-8"), add_bos=False, special=False)
+        if len(ids) == 1 and ids[0] not in seen:
+            seen.add(ids[0])
+            scores[candidate] = float(logprobs[ids[0]])
+    best = int(np.argmax(logprobs))
+    text = llm.detokenize([best]).decode("utf-8", errors="replace")
+    return BackendReply(
+        text=text,
+        usage=Usage(prompt_tokens=len(tokens), completion_tokens=0),
+        candidate_logprobs=scores,
+        finish_reason="scored",
+    )
 
 
 #: Set to 1 to let llama.cpp repack weights into its extra CPU buffer types (AMX and others).

@@ -1,0 +1,235 @@
+"""Benchmark of the embedded backend: the batched engine against the one-at-a-time path.
+
+Every figure comes from one run, with an empty reply cache (a temporary cache folder), on real
+requests: a small arena run (scripted agents, the shipped world model ``llamacpp:smollm2-wm`` as
+the simulated user) records the simulator's requests first, then they are replayed.
+
+1. Generated tokens per second of the one-at-a-time path (today's default) and of the batched
+   engine at 1, 4, 8 and 16 requests in flight, with and without the JSON grammar; each ratio
+   is against the one-at-a-time path with the same grammar setting.
+2. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
+   (the batched engine with every usable core). Prompt reuse is not implemented (a prompt
+   evaluated in two calls gets other logits than in one on this llama.cpp build).
+3. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
+   Python per token), and the one-at-a-time path's ratio to it.
+4. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
+   ``--card-items`` items per set, with ``COGWM_LLAMA_ENGINE=single`` and ``=batched``. Slow.
+
+Wall-clock figures mean something only on an otherwise idle machine.
+
+Usage: python bench/bench_embedded.py [--requests 16] [--levels 1,4,8,16] [--rounds 4]
+       [--threads 1,all] [--end-to-end] [--card-items 100]
+Smoke: python bench/bench_embedded.py --requests 4 --levels 4 --rounds 3 --dialogues 1 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from cogwm.arena.config import parse_config
+from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
+from cogwm.arena.runner import run_arena
+from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
+from cogwm.models.llamacpp_batch import ENGINE_ENV, BatchEngine, usable_cores
+from cogwm.models.types import BackendRequest
+from cogwm.store import RunStore
+
+
+def record_requests(folder: Path, rounds: int, dialogues: int) -> list[BackendRequest]:
+    """The simulator's requests of a small arena run (scripted agents, real world model)."""
+    requests: list[BackendRequest] = []
+    original = LlamaCppBackend.complete
+
+    async def record(self: LlamaCppBackend, request: BackendRequest, endpoint: str) -> Any:
+        requests.append(request)
+        return await original(self, request, endpoint)
+
+    raw = {
+        "seed": 11,
+        "tasks": ["ESC", "PD"],
+        "dialogues_per_task": dialogues,
+        "max_rounds": rounds,
+        "intent_from_round": rounds,
+        "concurrency": 8,
+        "simulator": {
+            "model": WORLD_MODEL,
+            "temperature": 0.3,
+            "max_tokens": 300,
+            "history_turns": WORLD_MODEL_WINDOW,
+        },
+        "intent_detector": {"model": "fake:schema"},
+        "judge": {"model": "fake:schema"},
+        "profile_annotator": {"model": "fake:schema"},
+        "agents": [
+            {"name": "echo", "model": "fake:echo"},
+            {"name": "dismissive", "python": "cogwm.arena.scripted:Dismissive"},
+        ],
+    }
+    LlamaCppBackend.complete = record  # type: ignore[method-assign]
+    try:
+        with RunStore(folder / "capture.db") as store:
+            asyncio.run(run_arena(parse_config(raw, source="bench"), store, show_progress=False))
+    finally:
+        LlamaCppBackend.complete = original  # type: ignore[method-assign]
+    return requests
+
+
+def widen(requests: list[BackendRequest], count: int) -> list[BackendRequest]:
+    """``count`` requests: the recorded ones, then again with other seeds."""
+    out: list[BackendRequest] = []
+    for i in range(count):
+        base = requests[i % len(requests)]
+        seed = (base.sampling.seed or 0) + i // len(requests)
+        out.append(
+            base.model_copy(update={"sampling": base.sampling.model_copy(update={"seed": seed})})
+        )
+    return out
+
+
+def without_grammar(requests: list[BackendRequest]) -> list[BackendRequest]:
+    return [r.model_copy(update={"json_schema": None, "mode": None}) for r in requests]
+
+
+async def _throughput(
+    backend: LlamaCppBackend, requests: list[BackendRequest], inflight: int
+) -> float:
+    """Generated tokens per second with at most ``inflight`` requests at a time."""
+    gate = asyncio.Semaphore(inflight)
+
+    async def one(request: BackendRequest) -> int:
+        async with gate:
+            return (await backend.complete(request, "bench")).usage.completion_tokens
+
+    await backend.complete(
+        requests[0].model_copy(
+            update={"sampling": requests[0].sampling.model_copy(update={"max_tokens": 1})}
+        ),
+        "bench",
+    )
+    start = time.perf_counter()
+    tokens = sum(await asyncio.gather(*(one(r) for r in requests)))
+    return tokens / (time.perf_counter() - start)
+
+
+def tokens_per_second(
+    options: dict[str, Any], requests: list[BackendRequest], inflight: int
+) -> float:
+    backend = make_llamacpp("smollm2-wm", options)
+    return asyncio.run(_throughput(backend, requests, inflight))
+
+
+def raw_decode_rate(steps: int = 32) -> float:
+    """``llama_decode`` alone, one sequence, one token a step, one thread: tokens per second."""
+    backend = make_llamacpp("smollm2-wm", {"engine": "single"})
+    llm = backend._main()
+    engine = BatchEngine(llm, parallel=1, n_ctx=backend.options.n_ctx, threads=1)
+    try:
+        prompt = llm.tokenize(b"How are you today? " * 60, add_bos=True, special=False)
+        engine._prefill(prompt, 0)
+        start = time.perf_counter()
+        for step in range(steps):
+            engine._decode([(prompt[-1], len(prompt) + step, 0, True)])
+        return steps / (time.perf_counter() - start)
+    finally:
+        engine.close()
+
+
+def throughput_table(requests: list[BackendRequest], levels: list[int], threads: list[int]) -> None:
+    """The tokens-per-second table: one at a time, then batched per level and thread count."""
+    print(f"{'grammar':8} {'path':28} {'in flight':>9} {'tok/s':>8} {'ratio':>6}")
+    for grammar in (True, False):
+        batch = requests if grammar else without_grammar(requests)
+        label = "json" if grammar else "none"
+        single = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
+        print(f"{label:8} {'one at a time, 1 thread':28} {1:>9} {single:>8.1f} {1.0:>6.2f}")
+        for level in levels:
+            for count in threads:
+                options = {"engine": "batched", "parallel": level, "n_threads": count}
+                rate = tokens_per_second(options, batch, level)
+                path = f"batched, {count} thread{'s' if count > 1 else ''}"
+                print(f"{label:8} {path:28} {level:>9} {rate:>8.1f} {rate / single:>6.2f}")
+        if grammar:
+            raw = raw_decode_rate()
+            print(
+                f"raw llama_decode, batch 1, 1 thread: {raw:.1f} tok/s; one-at-a-time path with "
+                f"grammar at {single / raw:.2f} of it"
+            )
+
+
+#: Runs the ``cogwm`` command line in a fresh interpreter (the package has no ``__main__``).
+_CLI = "import sys; from cogwm.cli.main import main; sys.argv[0] = 'cogwm'; main()"
+
+
+def end_to_end(card_items: int) -> None:
+    """Wall time of the quickstart and of a validity card, one-at-a-time then batched."""
+    for engine in ("single", "batched"):
+        with tempfile.TemporaryDirectory() as folder:
+            env = {**os.environ, ENGINE_ENV: engine, "COGWM_CACHE_DIR": f"{folder}/cache"}
+            commands = {
+                "quickstart": [
+                    "quickstart",
+                    "--db",
+                    f"{folder}/q.db",
+                    "--out",
+                    f"{folder}/plots",
+                    "--no-progress",
+                ],
+                f"card ({card_items} items)": [
+                    "validate",
+                    "--model",
+                    WORLD_MODEL,
+                    "--limit",
+                    str(card_items),
+                    "--out",
+                    f"{folder}/card.json",
+                ],
+            }
+            for name, args in commands.items():
+                start = time.perf_counter()
+                done = subprocess.run(
+                    [sys.executable, "-c", _CLI, *args], env=env, capture_output=True, text=True
+                )
+                status = "ok" if done.returncode == 0 else f"exit {done.returncode}"
+                print(f"{name:22} {engine:8} {time.perf_counter() - start:8.1f} s ({status})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=16, help="Requests replayed per figure.")
+    parser.add_argument("--levels", default="1,4,8,16", help="Requests in flight.")
+    parser.add_argument("--rounds", type=int, default=4, help="Arena rounds (>= 3) recorded.")
+    parser.add_argument(
+        "--threads", default="1,all", help="Batched engine threads ('all': every usable core)."
+    )
+    parser.add_argument("--dialogues", type=int, default=2, help="Scenarios per task.")
+    parser.add_argument("--end-to-end", action="store_true", help="Time quickstart and a card.")
+    parser.add_argument("--card-items", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["COGWM_CACHE_DIR"] = f"{folder}/cache"
+        os.environ.pop(ENGINE_ENV, None)
+        start = time.perf_counter()
+        recorded = record_requests(Path(folder), args.rounds, args.dialogues)
+        print(
+            f"recorded {len(recorded)} simulator requests in {time.perf_counter() - start:.0f} s; "
+            f"{usable_cores()} usable cores"
+        )
+        threads = sorted(
+            {usable_cores() if x == "all" else int(x) for x in args.threads.split(",")}
+        )
+        levels = [int(x) for x in args.levels.split(",")]
+        throughput_table(widen(recorded, args.requests), levels, threads)
+    if args.end_to_end:
+        end_to_end(args.card_items)
+
+
+if __name__ == "__main__":
+    main()

