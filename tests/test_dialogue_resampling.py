@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cogwm.annotate.quality import _figure, accuracy_of, bootstrap_ci
+from cogwm.annotate.quality import _figure, accuracy_of
 from cogwm.metrics.aggregate import mean_estimate, paired_bootstrap, scenario_table
 from cogwm.report.data import ConversationData
 from cogwm.report.tables import _bootstrap as report_bootstrap
@@ -34,7 +34,7 @@ from cogwm.simulator.validate.figures import (
 )
 from cogwm.simulator.validate.groups import auroc_interval, gate_vs_best
 from cogwm.simulator.validate.judges import JudgedDialogue, judge_figures
-from cogwm.stats.bootstrap import cluster_bootstrap, paired_difference
+from cogwm.stats.bootstrap import bootstrap_ci_of_groups, cluster_bootstrap, paired_difference
 
 DIALOGUES = 20
 ITEMS = 10
@@ -106,7 +106,7 @@ def test_bootstrap_ci_over_item_groups_resamples_dialogues() -> None:
 
     def width(size: int) -> float:
         groups = [items[k : k + size] for k in range(0, len(items), size)]
-        ci = bootstrap_ci(groups, lambda xs: float(np.mean(xs)))
+        ci = bootstrap_ci_of_groups(groups, lambda xs: float(np.mean(xs)), resamples=1000, seed=0)
         assert ci is not None
         return _width(*ci)
 
