@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cogwm.annotate.quality import _figure, accuracy_of
-from cogwm.metrics.aggregate import mean_estimate, paired_bootstrap, scenario_table
 from cogwm.report.data import ConversationData
 from cogwm.report.tables import _bootstrap as report_bootstrap
 from cogwm.simulator.validate.card import Figure
@@ -35,6 +34,7 @@ from cogwm.simulator.validate.figures import (
 from cogwm.simulator.validate.groups import auroc_interval, gate_vs_best
 from cogwm.simulator.validate.judges import JudgedDialogue, judge_figures
 from cogwm.stats.bootstrap import bootstrap_ci_of_groups, cluster_bootstrap, paired_difference
+from cogwm.stats.means import mean_estimate, paired_bootstrap, scenario_table
 
 DIALOGUES = 20
 ITEMS = 10

@@ -2,7 +2,7 @@
 
 Items of one dialogue are not independent (DailyDialog gives both speakers of a dialogue, AnnoMI
 many client turns per session), so every interval resamples whole dialogues. Accuracy and MAE are
-means and use :func:`cogwm.metrics.aggregate.mean_estimate`; macro-F1 and AUROC are not means of
+means and use :func:`cogwm.stats.means.mean_estimate`; macro-F1 and AUROC are not means of
 per-item values, so they are recomputed on each resample (scikit-learn's ``f1_score`` and
 ``roc_auc_score``). A resample on which a statistic is undefined (one class only, for AUROC) is
 left out of the percentiles. Distinct-1, a ratio over the whole corpus that resampling with
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from cogwm.metrics.aggregate import mean_estimate, optional_mean
 from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
 
 # Re-exported (``as``): the card's figures and comparisons share the one cluster bootstrap.
@@ -28,6 +27,10 @@ from cogwm.stats.bootstrap import Settings as Settings
 from cogwm.stats.bootstrap import Statistic as Statistic
 from cogwm.stats.bootstrap import auroc_or_none, cluster_jackknife
 from cogwm.stats.bootstrap import cluster_bootstrap as cluster_bootstrap
+from cogwm.stats.means import (
+    mean_estimate,
+    optional_mean,
+)
 
 if TYPE_CHECKING:
     from cogwm.simulator.validate.memorisation import NgramIndex
