@@ -31,9 +31,14 @@ from cogwm.simulator.validate.figures import (
     mae_figure,
     utterance_figures,
 )
-from cogwm.simulator.validate.groups import auroc_interval, gate_vs_best
+from cogwm.simulator.validate.groups import gate_vs_best
 from cogwm.simulator.validate.judges import JudgedDialogue, judge_figures
-from cogwm.stats.bootstrap import bootstrap_ci_of_groups, cluster_bootstrap, paired_difference
+from cogwm.stats.bootstrap import (
+    auroc_interval,
+    bootstrap_ci_of_groups,
+    cluster_bootstrap,
+    paired_difference,
+)
 from cogwm.stats.means import mean_estimate, paired_bootstrap, scenario_table
 
 DIALOGUES = 20

@@ -131,6 +131,39 @@ def auroc_or_none(positive: npt.ArrayLike, scores: npt.ArrayLike) -> float | Non
     return float(roc_auc_score(truth, np.asarray(scores, dtype=np.float64)))
 
 
+def auroc_interval(
+    positive: Sequence[bool],
+    scores: Sequence[float | None],
+    groups: Sequence[Hashable],
+    settings: Settings,
+) -> tuple[float | None, float | None, float | None]:
+    """AUROC of ``scores`` for the positive items (unscored ones left out), with a bootstrap
+    interval over ``groups``; ``(None, None, None)`` when one class is missing.
+
+    Returns:
+        ``(value, low, high)``; the interval is ``(None, None)`` with fewer than two clusters.
+    """
+    kept = [i for i, s in enumerate(scores) if s is not None]
+    y = np.asarray([positive[i] for i in kept], dtype=bool)
+    s = np.asarray([scores[i] for i in kept], dtype=np.float64)
+
+    def statistic(idx: IntArray) -> float | None:
+        return auroc_or_none(y[idx], s[idx])
+
+    value = statistic(np.arange(len(kept), dtype=np.intp))
+    if value is None:
+        return None, None, None
+    low, high = cluster_bootstrap(statistic, [groups[i] for i in kept], settings)
+    return value, low, high
+
+
+def auroc_value(positive: Sequence[bool], scores: Sequence[float | None]) -> float | None:
+    """AUROC of ``scores`` for the positive items (unscored ones left out), without an
+    interval; None when one class is missing."""
+    kept = [(positive[i], s) for i, s in enumerate(scores) if s is not None]
+    return auroc_or_none([p for p, _ in kept], [s for _, s in kept])
+
+
 def cluster_jackknife(
     statistic: Statistic, groups: Sequence[Hashable], settings: Settings
 ) -> tuple[float | None, float | None]:

@@ -25,7 +25,7 @@ from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
 from cogwm.stats.bootstrap import IntArray as IntArray
 from cogwm.stats.bootstrap import Settings as Settings
 from cogwm.stats.bootstrap import Statistic as Statistic
-from cogwm.stats.bootstrap import auroc_or_none, cluster_jackknife
+from cogwm.stats.bootstrap import auroc_interval, cluster_jackknife
 from cogwm.stats.bootstrap import cluster_bootstrap as cluster_bootstrap
 from cogwm.stats.means import (
     mean_estimate,
@@ -180,20 +180,8 @@ def auroc_figure(
     the baselines.
     """
     kept = [i for i, s in enumerate(scores) if s is not None]
-    y = np.asarray([positive[i] for i in kept], dtype=bool)
-    s = np.asarray([scores[i] for i in kept], dtype=np.float64)
-    kept_groups = [groups[i] for i in kept]
-
-    def statistic(idx: IntArray) -> float | None:
-        return auroc_or_none(y[idx], s[idx])
-
-    value = statistic(np.arange(len(kept), dtype=np.intp))
-    low, high = (
-        cluster_bootstrap(statistic, kept_groups, scope.settings)
-        if value is not None
-        else (None, None)
-    )
-    n_pos = int(y.sum())
+    value, low, high = auroc_interval(positive, scores, groups, scope.settings)
+    n_pos = sum(bool(positive[i]) for i in kept)
     return scope.figure(
         metric=metric,
         value=value,
