@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cogwm.annotate.quality import _figure, accuracy_of
+from cogwm.metrics.task import good_outcome_rate
 from cogwm.report.data import ConversationData
 from cogwm.report.tables import _bootstrap as report_bootstrap
 from cogwm.simulator.validate.card import Figure
@@ -312,5 +313,17 @@ def test_annotation_quality_figures_resample_dialogues() -> None:
         figure = _figure("emotion accuracy", "corpus", by_group, accuracy_of, valid=len(pairs))
         assert figure.ci is not None
         return _width(*figure.ci)
+
+    _assert_dialogue_level(width(_dialogue_ids()), width(_item_ids()))
+
+
+def test_good_outcome_rate_resamples_scenarios_not_trials() -> None:
+    """``cogwm score``'s GO rate: the trials of one scenario are the items of one dialogue."""
+    verdicts: list[bool | None] = [bool(v) for v in _per_item(_good)]
+
+    def width(groups: Sequence[str]) -> float:
+        rate = good_outcome_rate(verdicts, groups=groups, n_resamples=1000).rate
+        assert rate is not None
+        return _width(rate.ci_low, rate.ci_high)
 
     _assert_dialogue_level(width(_dialogue_ids()), width(_item_ids()))
