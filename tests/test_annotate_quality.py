@@ -17,7 +17,6 @@ from cogwm.annotate.quality import (
     _Turn,
     against_sheet,
     auroc_of,
-    bootstrap_ci,
     direction_figures,
     emotion_figures,
     f1_of,
@@ -29,6 +28,7 @@ from cogwm.schema.lexicon import valence_table
 from cogwm.schema.partial import Constraint, EmotionField, FieldKind, Origin, PartialState, Source
 from cogwm.schema.state import Emotion
 from cogwm.simulator.samples import read_samples
+from cogwm.stats.bootstrap import bootstrap_ci_of_groups
 
 HUMAN = Origin(source=Source.HUMAN)
 LLM = Origin(source=Source.LLM)
@@ -91,9 +91,9 @@ def test_f1_and_bootstrap() -> None:
     assert f1_of([(True, True), (True, False), (False, True), (False, False)]) == 0.5
     assert f1_of([(False, False)]) is None
     groups = [[1.0, 1.0], [0.0], [1.0]]
-    ci = bootstrap_ci(groups, lambda xs: sum(xs) / len(xs))
+    ci = bootstrap_ci_of_groups(groups, lambda xs: sum(xs) / len(xs), resamples=1000, seed=0)
     assert ci is not None and 0.0 <= ci[0] <= ci[1] <= 1.0
-    assert bootstrap_ci([[1.0]], lambda xs: 1.0) is None
+    assert bootstrap_ci_of_groups([[1.0]], lambda xs: 1.0, resamples=1000, seed=0) is None
 
 
 def _row(**values: str) -> dict[str, str]:

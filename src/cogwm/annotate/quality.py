@@ -26,14 +26,11 @@ it (not DailyDialog).
 from __future__ import annotations
 
 import csv
-import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from cogwm.annotate.saa import global_items
 from cogwm.annotate.store import StoredDialogue
@@ -42,6 +39,7 @@ from cogwm.schema.lexicon import valence_table
 from cogwm.schema.partial import FieldKind, PartialState
 from cogwm.schema.state import BDI, Dimension
 from cogwm.stats import cohen_kappa, spearman
+from cogwm.stats.bootstrap import auroc_or_none, bootstrap_ci_of_groups
 
 #: Bootstrap resamples and seed for every CI.
 RESAMPLES = 1000
@@ -87,30 +85,6 @@ class Figure:
 Statistic = Callable[[list[Any]], float | None]
 
 
-def bootstrap_ci(
-    groups: Sequence[Sequence[Any]], statistic: Statistic, *, seed: int = SEED
-) -> tuple[float, float] | None:
-    """95% percentile CI of ``statistic`` over items, resampling whole groups (dialogues).
-
-    Resamples on which the statistic is undefined are left out; None when fewer than half are
-    defined (or there is one group only).
-    """
-    if len(groups) < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(RESAMPLES):
-        picks = rng.integers(0, len(groups), len(groups))
-        items = [item for i in picks for item in groups[i]]
-        value = statistic(items)
-        if value is not None and math.isfinite(value):
-            values.append(value)
-    if len(values) < RESAMPLES // 2:
-        return None
-    low, high = np.percentile(values, [2.5, 97.5])
-    return float(low), float(high)
-
-
 def kappa_of(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
     """Cohen's kappa of (human, predicted) pairs; None when undefined."""
     if not pairs:
@@ -125,12 +99,7 @@ def accuracy_of(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
 
 def auroc_of(pairs: list[tuple[bool, float]]) -> float | None:
     """AUROC of (is positive, predicted score) pairs; None with one class only."""
-    labels = [y for y, _ in pairs]
-    if not pairs or all(labels) or not any(labels):
-        return None
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(labels, [s for _, s in pairs]))
+    return auroc_or_none([y for y, _ in pairs], [s for _, s in pairs])
 
 
 def spearman_of(pairs: list[tuple[float, float]]) -> float | None:
@@ -166,7 +135,7 @@ def _figure(
         corpus=corpus,
         value=statistic(items) if items else None,
         n=len(items),
-        ci=bootstrap_ci(list(groups.values()), statistic),
+        ci=bootstrap_ci_of_groups(list(groups.values()), statistic, resamples=RESAMPLES, seed=SEED),
         valid_rate=valid / len(items) if items else None,
         baselines=baselines or {},
         note=note,

@@ -28,14 +28,14 @@ from cogwm.arena.preflight import preflight
 from cogwm.arena.scenarios import ScenarioSource, builtin_scenarios
 from cogwm.arena.scoring import conversation_metrics
 from cogwm.errors import InputError
-from cogwm.metrics.aggregate import (
+from cogwm.simulator.validate.card import CARD_SCHEMA, Card, Check
+from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS
+from cogwm.stats.means import (
     DEFAULT_RESAMPLES,
     DifferenceEstimate,
     paired_difference,
     scenario_table,
 )
-from cogwm.simulator.validate.card import CARD_SCHEMA, Card, Check
-from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS
 
 #: The check's name in a validity card.
 CHECK_NAME = "arena_sensitivity"

@@ -22,10 +22,14 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, Estimate, optional_mean
+from cogwm.metrics.aggregate import Estimate
 from cogwm.metrics.turn import FidelitySample
 from cogwm.models.types import Message, Sampling, Structured, StructuredOutputError
 from cogwm.schema import CognitiveState, Dimension, Role, TaskSpec
+from cogwm.stats.means import (
+    DEFAULT_RESAMPLES,
+    optional_mean,
+)
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -14,19 +14,21 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from cogwm.metrics.aggregate import (
-    DEFAULT_RESAMPLES,
     AgentType,
     CTSComponents,
     Estimate,
     agent_typology,
     correlation_matrix,
     discriminability,
+)
+from cogwm.metrics.task import good_outcome_rate
+from cogwm.metrics.trajectory import METRIC_NAMES, DimensionDeltas, trajectory_metrics_batch
+from cogwm.stats.means import (
+    DEFAULT_RESAMPLES,
     optional_mean,
     paired_bootstrap,
     scenario_table,
 )
-from cogwm.metrics.task import good_outcome_rate
-from cogwm.metrics.trajectory import METRIC_NAMES, DimensionDeltas, trajectory_metrics_batch
 
 #: Per-dimension delta names, in report order.
 DELTA_NAMES: tuple[str, ...] = ("E-Δ", "B-Δ", "D-Δ", "I-Δ")

@@ -12,7 +12,10 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from cogwm.errors import InputError
-from cogwm.metrics.aggregate import MeanEstimate, mean_estimate
+from cogwm.stats.means import (
+    MeanEstimate,
+    mean_estimate,
+)
 
 
 class CTSWeights(NamedTuple):

@@ -27,10 +27,15 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, Estimate, MeanEstimate, optional_mean
+from cogwm.metrics.aggregate import Estimate
 from cogwm.metrics.embeddings import Embedder, cosine_rows, default_embedder
 from cogwm.metrics.text import distinct_1, utterance_scores
 from cogwm.schema import BDI, CognitiveState, Dimension
+from cogwm.stats.means import (
+    DEFAULT_RESAMPLES,
+    MeanEstimate,
+    optional_mean,
+)
 
 #: Separator between item texts before a dimension's items are embedded as one text.
 ITEM_JOINER = "; "

@@ -21,18 +21,20 @@ from cogwm.arena.windows import Windows
 from cogwm.metrics.aggregate import (
     CorrelationMatrix,
     CTSComponents,
-    DifferenceEstimate,
     Discriminability,
-    MeanEstimate,
     agent_typology,
     correlation_matrix,
     discriminability,
+)
+from cogwm.report.data import ConversationData, RunData
+from cogwm.simulator.validate.status import SimulatorStatus, simulator_status
+from cogwm.stats.means import (
+    DifferenceEstimate,
+    MeanEstimate,
     paired_bootstrap,
     paired_difference,
     scenario_table,
 )
-from cogwm.report.data import ConversationData, RunData
-from cogwm.simulator.validate.status import SimulatorStatus, simulator_status
 
 #: Table 6 columns: (header, metric name, scale).
 TABLE6_COLUMNS: tuple[tuple[str, str, float], ...] = (

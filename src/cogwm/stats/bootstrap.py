@@ -5,12 +5,18 @@ client turns of one AnnoMI session), so every interval here draws whole clusters
 replacement and recomputes the statistic on the items of the drawn clusters. A paired
 difference draws the clusters once per resample and scores both sides on the same items, so the
 interval of ``a - b`` is not the naive combination of two independent intervals.
+
+:func:`cluster_jackknife` leaves one cluster out at a time instead, for corpus ratios that
+resampling with replacement biases. :func:`bootstrap_ci_of_groups` is the same cluster bootstrap
+for statistics of item lists rather than item indices (the annotation quality sheet's figures).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +24,8 @@ import numpy.typing as npt
 IntArray = npt.NDArray[np.intp]
 #: Maps an array of item indices (with repeats) to a value, or None where it is undefined.
 Statistic = Callable[[IntArray], float | None]
+#: Maps a list of items (with repeats) to a value, or None where it is undefined.
+ItemsStatistic = Callable[[list[Any]], float | None]
 
 
 @dataclass(frozen=True)
@@ -152,3 +160,104 @@ def auroc_or_none(positive: npt.ArrayLike, scores: npt.ArrayLike) -> float | Non
     if truth.size == 0 or truth.all() or not truth.any():
         return None
     return float(roc_auc_score(truth, np.asarray(scores, dtype=np.float64)))
+
+
+def auroc_interval(
+    positive: Sequence[bool],
+    scores: Sequence[float | None],
+    groups: Sequence[Hashable],
+    settings: Settings,
+) -> tuple[float | None, float | None, float | None]:
+    """AUROC of ``scores`` for the positive items (unscored ones left out), with a bootstrap
+    interval over ``groups``; ``(None, None, None)`` when one class is missing.
+
+    Returns:
+        ``(value, low, high)``; the interval is ``(None, None)`` with fewer than two clusters.
+    """
+    kept = [i for i, s in enumerate(scores) if s is not None]
+    y = np.asarray([positive[i] for i in kept], dtype=bool)
+    s = np.asarray([scores[i] for i in kept], dtype=np.float64)
+
+    def statistic(idx: IntArray) -> float | None:
+        return auroc_or_none(y[idx], s[idx])
+
+    value = statistic(np.arange(len(kept), dtype=np.intp))
+    if value is None:
+        return None, None, None
+    low, high = cluster_bootstrap(statistic, [groups[i] for i in kept], settings)
+    return value, low, high
+
+
+def auroc_value(positive: Sequence[bool], scores: Sequence[float | None]) -> float | None:
+    """AUROC of ``scores`` for the positive items (unscored ones left out), without an
+    interval; None when one class is missing."""
+    kept = [(positive[i], s) for i, s in enumerate(scores) if s is not None]
+    return auroc_or_none([p for p, _ in kept], [s for _, s in kept])
+
+
+def cluster_jackknife(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> tuple[float | None, float | None]:
+    """Normal interval from the delete-one-cluster jackknife's standard error.
+
+    For corpus ratios such as Distinct-1, which resampling with replacement biases: a dialogue
+    drawn twice repeats its words, which are no new types, so nearly every bootstrap replicate
+    falls below the estimate (on 120 ESConv predictions, 0.167 with a percentile interval of
+    [0.121, 0.147]). Leaving one dialogue out at a time duplicates nothing.
+
+    Returns:
+        ``(low, high)``; ``(None, None)`` with fewer than two clusters or when the statistic is
+        undefined on the whole set or on any leave-one-out set.
+    """
+    from scipy.stats import norm
+
+    clusters = cluster_indices(groups)
+    estimate = statistic(np.arange(len(groups), dtype=np.intp))
+    if len(clusters) < 2 or estimate is None:
+        return None, None
+    left_out = []
+    for drop in range(len(clusters)):
+        value = statistic(np.concatenate([c for i, c in enumerate(clusters) if i != drop]))
+        if value is None:
+            return None, None
+        left_out.append(value)
+    values = np.asarray(left_out)
+    g = len(values)
+    stderr = float(np.sqrt((g - 1) / g * np.sum((values - values.mean()) ** 2)))
+    z = float(norm.ppf(1 - (1 - settings.confidence) / 2))
+    return estimate - z * stderr, estimate + z * stderr
+
+
+def bootstrap_ci_of_groups(
+    groups: Sequence[Sequence[Any]], statistic: ItemsStatistic, *, resamples: int, seed: int
+) -> tuple[float, float] | None:
+    """95% percentile CI of ``statistic`` over items, resampling whole groups (dialogues).
+
+    The cluster bootstrap of :func:`cluster_bootstrap` for statistics of item lists. It differs
+    in what it calls undefined, so the two give different intervals on the same data: a
+    non-finite value counts as undefined too, and the interval is None when fewer than half of
+    the resamples are defined (:func:`cluster_bootstrap` needs one).
+
+    Args:
+        groups: The items of each group.
+        statistic: Maps a list of items (with repeats) to a value or None (undefined).
+        resamples: Bootstrap resamples.
+        seed: Seed of the resampling.
+
+    Returns:
+        ``(low, high)``, or None with one group only or too few defined resamples.
+    """
+    if len(groups) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        picks = rng.integers(0, len(groups), len(groups))
+        items = [item for i in picks for item in groups[i]]
+        value = statistic(items)
+        if value is not None and math.isfinite(value):
+            values.append(value)
+    if len(values) < resamples // 2:
+        return None
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)

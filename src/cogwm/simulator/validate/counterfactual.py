@@ -21,7 +21,6 @@ from pathlib import Path
 
 from cogwm import tasks
 from cogwm.errors import InputError
-from cogwm.metrics.aggregate import mean_estimate
 from cogwm.metrics.trajectory import composite
 from cogwm.schema import CognitiveState
 from cogwm.simulator.validate.card import Check, PartInfo
@@ -36,6 +35,7 @@ from cogwm.simulator.validate.items import (
 )
 from cogwm.simulator.validate.parts import sample_items, valence_score
 from cogwm.simulator.validate.reader import Reading
+from cogwm.stats.means import mean_estimate
 
 #: The card part that runs this check.
 COUNTERFACTUAL = "counterfactual"

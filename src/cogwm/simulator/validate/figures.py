@@ -2,7 +2,7 @@
 
 Items of one dialogue are not independent (DailyDialog gives both speakers of a dialogue, AnnoMI
 many client turns per session), so every interval resamples whole dialogues. Accuracy and MAE are
-means and use :func:`cogwm.metrics.aggregate.mean_estimate`; macro-F1 and AUROC are not means of
+means and use :func:`cogwm.stats.means.mean_estimate`; macro-F1 and AUROC are not means of
 per-item values, so they are recomputed on each resample (scikit-learn's ``f1_score`` and
 ``roc_auc_score``). A resample on which a statistic is undefined (one class only, for AUROC) is
 left out of the percentiles. Distinct-1, a ratio over the whole corpus that resampling with
@@ -19,15 +19,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from cogwm.metrics.aggregate import mean_estimate, optional_mean
 from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
 
 # Re-exported (``as``): the card's figures and comparisons share the one cluster bootstrap.
 from cogwm.stats.bootstrap import IntArray as IntArray
 from cogwm.stats.bootstrap import Settings as Settings
 from cogwm.stats.bootstrap import Statistic as Statistic
-from cogwm.stats.bootstrap import auroc_or_none, cluster_indices
+from cogwm.stats.bootstrap import auroc_interval, cluster_jackknife
 from cogwm.stats.bootstrap import cluster_bootstrap as cluster_bootstrap
+from cogwm.stats.means import (
+    mean_estimate,
+    optional_mean,
+)
 
 if TYPE_CHECKING:
     from cogwm.simulator.validate.memorisation import NgramIndex
@@ -47,39 +50,6 @@ class Scope:
     def figure(self, **fields: Any) -> Figure:
         """A figure of this part and mode."""
         return Figure(part=self.part, mode=self.mode, **fields)
-
-
-def cluster_jackknife(
-    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
-) -> tuple[float | None, float | None]:
-    """Normal interval from the delete-one-cluster jackknife's standard error.
-
-    For corpus ratios such as Distinct-1, which resampling with replacement biases: a dialogue
-    drawn twice repeats its words, which are no new types, so nearly every bootstrap replicate
-    falls below the estimate (on 120 ESConv predictions, 0.167 with a percentile interval of
-    [0.121, 0.147]). Leaving one dialogue out at a time duplicates nothing.
-
-    Returns:
-        ``(low, high)``; ``(None, None)`` with fewer than two clusters or when the statistic is
-        undefined on the whole set or on any leave-one-out set.
-    """
-    from scipy.stats import norm
-
-    clusters = cluster_indices(groups)
-    estimate = statistic(np.arange(len(groups), dtype=np.intp))
-    if len(clusters) < 2 or estimate is None:
-        return None, None
-    left_out = []
-    for drop in range(len(clusters)):
-        value = statistic(np.concatenate([c for i, c in enumerate(clusters) if i != drop]))
-        if value is None:
-            return None, None
-        left_out.append(value)
-    values = np.asarray(left_out)
-    g = len(values)
-    stderr = float(np.sqrt((g - 1) / g * np.sum((values - values.mean()) ** 2)))
-    z = float(norm.ppf(1 - (1 - settings.confidence) / 2))
-    return estimate - z * stderr, estimate + z * stderr
 
 
 def accuracy_figure(
@@ -210,20 +180,8 @@ def auroc_figure(
     the baselines.
     """
     kept = [i for i, s in enumerate(scores) if s is not None]
-    y = np.asarray([positive[i] for i in kept], dtype=bool)
-    s = np.asarray([scores[i] for i in kept], dtype=np.float64)
-    kept_groups = [groups[i] for i in kept]
-
-    def statistic(idx: IntArray) -> float | None:
-        return auroc_or_none(y[idx], s[idx])
-
-    value = statistic(np.arange(len(kept), dtype=np.intp))
-    low, high = (
-        cluster_bootstrap(statistic, kept_groups, scope.settings)
-        if value is not None
-        else (None, None)
-    )
-    n_pos = int(y.sum())
+    value, low, high = auroc_interval(positive, scores, groups, scope.settings)
+    n_pos = sum(bool(positive[i]) for i in kept)
     return scope.figure(
         metric=metric,
         value=value,

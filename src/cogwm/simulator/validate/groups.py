@@ -45,7 +45,7 @@ from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import shown_text, turn_inputs
 from cogwm.simulator.splits import annomi_quality_holdout, base_id
 from cogwm.simulator.validate.card import Check, PartInfo
-from cogwm.simulator.validate.figures import IntArray, Settings, cluster_bootstrap
+from cogwm.simulator.validate.figures import Settings
 from cogwm.simulator.validate.items import (
     Heldout,
     Item,
@@ -57,7 +57,13 @@ from cogwm.simulator.validate.items import (
 )
 from cogwm.simulator.validate.parts import sample_items, valence_score
 from cogwm.simulator.validate.reader import Reading
-from cogwm.stats.bootstrap import PairedDifference, auroc_or_none, paired_difference
+from cogwm.stats.bootstrap import (
+    PairedDifference,
+    auroc_interval,
+    auroc_or_none,
+    auroc_value,
+    paired_difference,
+)
 
 #: The card part that runs this check.
 KNOWN_GROUPS = "known_groups"
@@ -228,35 +234,6 @@ def group_items(sets: Sequence[GroupSet]) -> list[Item]:
 
 
 # --- scoring -----------------------------------------------------------------------------------
-
-
-def auroc_interval(
-    positive: Sequence[bool],
-    scores: Sequence[float | None],
-    groups: Sequence[str],
-    settings: Settings,
-) -> tuple[float | None, float | None, float | None]:
-    """AUROC of ``scores`` for the positive items (unscored ones left out), with a bootstrap
-    interval over ``groups``; ``(None, None, None)`` when one class is missing."""
-    kept = [i for i, s in enumerate(scores) if s is not None]
-    y = np.asarray([positive[i] for i in kept], dtype=bool)
-    s = np.asarray([scores[i] for i in kept], dtype=np.float64)
-
-    def statistic(idx: IntArray) -> float | None:
-        return auroc_or_none(y[idx], s[idx])
-
-    value = statistic(np.arange(len(kept), dtype=np.intp))
-    if value is None:
-        return None, None, None
-    low, high = cluster_bootstrap(statistic, [groups[i] for i in kept], settings)
-    return value, low, high
-
-
-def auroc_value(positive: Sequence[bool], scores: Sequence[float | None]) -> float | None:
-    """AUROC of ``scores`` for the positive items (unscored ones left out), without an
-    interval; None when one class is missing."""
-    kept = [(positive[i], s) for i, s in enumerate(scores) if s is not None]
-    return auroc_or_none([p for p, _ in kept], [s for _, s in kept])
 
 
 def _delta(

@@ -25,7 +25,6 @@ from cogwm import corpora
 from cogwm.annotate.human import extensions
 from cogwm.arena.provenance import git_revision, package_versions
 from cogwm.errors import InputError
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.models.model import Model
 from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
@@ -66,6 +65,7 @@ from cogwm.simulator.validate.reader import (
     check_pipeline,
     read_items,
 )
+from cogwm.stats.means import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
     from typing import TypeAlias
