@@ -7,6 +7,7 @@ tests that need them skip with a clear reason when they are absent.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,15 @@ def fixtures_dir() -> Path:
 def _isolated_model_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep every test's model cache out of the user's cache directory."""
     os.environ["COGWM_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
+
+
+@pytest.fixture()
+def fake_arena_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The arena tests' fake models registered, with a reply cache of the test's own."""
+    from cogwm.models import unregister_fake
+    from helpers_arena import FAKE_NAME, register
+
+    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
+    register()
+    yield
+    unregister_fake(FAKE_NAME)

@@ -16,7 +16,9 @@ from cogwm.cli.common import EXIT_BUDGET_REACHED
 from cogwm.errors import InputError
 from cogwm.models.types import CallRecord
 from cogwm.store import RunStore
-from test_fail_loudly_cli import ARENA, _fake, cogwm, one_error  # noqa: F401
+from test_fail_loudly_cli import ARENA, cogwm, one_error
+
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 PRICES = "options = { cost_per_1k_prompt = 2.0, cost_per_1k_completion = 4.0 }"
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cogwm.models import unregister_fake
 from cogwm.store import RunStore
-from helpers_arena import FAKE_NAME, register
+from helpers_arena import FAKE_NAME
 from helpers_cli import cogwm
 
 CONFIG = """
@@ -44,12 +42,7 @@ prompt = "builtin:dismissive"
 """
 
 
-@pytest.fixture(autouse=True)
-def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    register()
-    yield
-    unregister_fake(FAKE_NAME)
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 
 def test_run_report_and_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

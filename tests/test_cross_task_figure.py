@@ -5,7 +5,6 @@ the report page's chart (one line and one legend swatch per agent with a traject
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +13,11 @@ import pytest
 
 from cogwm import tasks
 from cogwm.metrics.trajectory import composite_series
-from cogwm.models import unregister_fake
 from cogwm.report import build_report, load_run, write_plots
 from cogwm.report.regions import REGION_PROGRESS, cross_task_curves, delta_text, to_regions
 from cogwm.stats.bootstrap import Settings, cluster_bootstrap, cluster_bootstrap_mean
 from cogwm.store import RunStore
 from cogwm.web.page import report_html
-from helpers_arena import FAKE_NAME, register
 from helpers_web import Page, cogwm, make_run
 
 RESAMPLES = 200
@@ -95,12 +92,7 @@ def test_the_fast_mean_interval_is_the_cluster_bootstrap_of_the_mean() -> None:
 # ------------------------------------------------------------------ a run on the fake
 
 
-@pytest.fixture(autouse=True)
-def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    register()
-    yield
-    unregister_fake(FAKE_NAME)
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 
 @pytest.fixture()

@@ -7,14 +7,12 @@ for user errors, exactly one ``error:`` line on stderr and no traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from cogwm.cli.common import EXIT_UNITS_FAILED
-from cogwm.models import unregister_fake
-from helpers_arena import FAKE_NAME, register
 from helpers_cli import cogwm, digest, foreign_db
 
 ARENA = """
@@ -36,12 +34,7 @@ prompt = "builtin:empathetic"
 """
 
 
-@pytest.fixture(autouse=True)
-def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    register()
-    yield
-    unregister_fake(FAKE_NAME)
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 
 def one_error(capsys: pytest.CaptureFixture[str], *args: str, code: int = 2) -> str:

@@ -15,7 +15,9 @@ from cogwm.arena.budget import estimate
 from cogwm.arena.config import parse_config
 from cogwm.arena.runner import planned_units
 from cogwm.errors import ConfigError
-from test_fail_loudly_cli import ARENA, _fake, _items, one_error  # noqa: F401
+from test_fail_loudly_cli import ARENA, _items, one_error
+
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
 HUGE = 9223372036854775807

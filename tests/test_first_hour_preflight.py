@@ -9,7 +9,9 @@ import pytest
 
 from cogwm.errors import ConfigError
 from cogwm.models.preflight import ModelUse, check_address
-from test_fail_loudly_cli import ARENA, _fake, _items, one_error  # noqa: F401
+from test_fail_loudly_cli import ARENA, _items, one_error
+
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
 BAD_LLAMACPP = "llamacpp:nosuchmodel"

@@ -21,7 +21,9 @@ from cogwm.cli.common import EXIT_UNITS_FAILED
 from cogwm.errors import ConfigError
 from cogwm.models.preflight import ModelUse, check_endpoints
 from helpers_agents import serving_handler
-from test_fail_loudly_cli import ARENA, _fake, _items, cogwm, one_error  # noqa: F401
+from test_fail_loudly_cli import ARENA, _items, cogwm, one_error
+
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_task"
 

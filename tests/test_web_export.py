@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cogwm.models import unregister_fake
 from cogwm.schema import CognitiveState
 from cogwm.store import RunStore
 from cogwm.web.export import md_escape, tex_escape
-from helpers_arena import FAKE_NAME, register
 from helpers_web import XSS, cogwm, make_run
 
-
-@pytest.fixture(autouse=True)
-def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    register()
-    yield
-    unregister_fake(FAKE_NAME)
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 
 def test_markdown_has_every_turn_and_state(

@@ -8,22 +8,16 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from cogwm.models import unregister_fake
 from cogwm.report import load_run
 from cogwm.store import RunStore
 from cogwm.web.server import ServerConfig, create_app
-from helpers_arena import FAKE_NAME, register
+from helpers_arena import FAKE_NAME
 from helpers_web import make_run
 
 BASE = "http://127.0.0.1:8765"
 
 
-@pytest.fixture(autouse=True)
-def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    register()
-    yield
-    unregister_fake(FAKE_NAME)
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 
 @pytest.fixture()

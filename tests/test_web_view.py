@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,25 +10,19 @@ import pytest
 
 from cogwm import tasks
 from cogwm.metrics.trajectory import composite_series
-from cogwm.models import unregister_fake
 from cogwm.report import build_report, load_run
 from cogwm.report.data import ConversationData
 from cogwm.schema import CognitiveState
 from cogwm.store import RunStore
 from cogwm.web.figures import curves
 from cogwm.web.page import report_html, unpack
-from helpers_arena import FAKE_NAME, register
+from helpers_arena import FAKE_NAME
 from helpers_web import XSS, Page, cogwm, external_references, make_run
 
 RESAMPLES = 200
 
 
-@pytest.fixture(autouse=True)
-def _fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    register()
-    yield
-    unregister_fake(FAKE_NAME)
+pytestmark = pytest.mark.usefixtures("fake_arena_models")
 
 
 @pytest.fixture()
