@@ -497,22 +497,28 @@ def test_live_page_counts_failures_as_the_report_page_and_keeps_its_sort(
     assert expected["cold/no_cot"].split()[0] == "1"
 
 
+def _abandoned_play_store(tmp_path: Path) -> Path:
+    """A play store whose one dialogue was started and then left (the person closed the tab)."""
+    play = tmp_path / "play.sqlite"
+    session = new_session(
+        name="walker",
+        task="ESC",
+        scenario=builtin_scenarios("ESC")[0],
+        model=load(f"fake:{FAKE_NAME}"),
+        model_address=f"fake:{FAKE_NAME}",
+        store_path=play,
+    )
+    off_loop(asyncio.run, session.start())
+    return play
+
+
 def test_an_abandoned_play_dialogue_is_not_a_run_to_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
     register()
     try:
-        play = tmp_path / "play.sqlite"
-        session = new_session(
-            name="walker",
-            task="ESC",
-            scenario=builtin_scenarios("ESC")[0],
-            model=load(f"fake:{FAKE_NAME}"),
-            model_address=f"fake:{FAKE_NAME}",
-            store_path=play,
-        )
-        off_loop(asyncio.run, session.start())  # and the person closes the tab
+        play = _abandoned_play_store(tmp_path)
         with RunStore(play, read_only=True) as opened:
             html = report_html(opened, n_resamples=50)
         live = progress(play)
@@ -556,16 +562,7 @@ def test_the_terminal_report_of_a_play_store_says_left_open(
     monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
     register()
     try:
-        play = tmp_path / "play.sqlite"
-        session = new_session(
-            name="walker",
-            task="ESC",
-            scenario=builtin_scenarios("ESC")[0],
-            model=load(f"fake:{FAKE_NAME}"),
-            model_address=f"fake:{FAKE_NAME}",
-            store_path=play,
-        )
-        off_loop(asyncio.run, session.start())
+        play = _abandoned_play_store(tmp_path)
     finally:
         unregister_fake(FAKE_NAME)
     assert cogwm("arena", "report", "--db", play, "--resamples", 50) == 0
