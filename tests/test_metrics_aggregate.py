@@ -15,13 +15,15 @@ from cogwm.metrics.aggregate import (
     agent_typology,
     correlation_matrix,
     discriminability,
+)
+from cogwm.metrics.task import good_outcome_rate
+from cogwm.stats.means import (
     mean_estimate,
     optional_mean,
     paired_bootstrap,
     paired_difference,
     scenario_table,
 )
-from cogwm.metrics.task import good_outcome_rate
 
 
 def test_mean_and_standard_error_by_hand() -> None:

@@ -15,7 +15,7 @@ from cogwm import tasks
 from cogwm.cli.common import console, err_console, print_json
 from cogwm.cli.fidelity_table import ALL_ROW, print_paper_tables, split_by_dataset
 from cogwm.errors import InputError
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES, Estimate
+from cogwm.metrics.aggregate import Estimate
 from cogwm.metrics.records import (
     FidelityRecord,
     TrajectoryRecord,
@@ -40,6 +40,7 @@ from cogwm.metrics.trajectory import (
 )
 from cogwm.metrics.turn import FidelityReport, FidelitySample, MetricSummary
 from cogwm.schema import TaskSpec
+from cogwm.stats.means import DEFAULT_RESAMPLES
 
 app = typer.Typer(
     help="Score predictions (turn tier) and conversations (trajectory and task tiers).",

@@ -19,7 +19,6 @@ from cogwm.cli.common import (
 )
 from cogwm.errors import InputError
 from cogwm.limits import MAX_RESAMPLES
-from cogwm.metrics.aggregate import DEFAULT_RESAMPLES
 from cogwm.simulator.validate.card import Card
 from cogwm.simulator.validate.compare import (
     TRIVIAL_COLUMNS,
@@ -28,6 +27,7 @@ from cogwm.simulator.validate.compare import (
     short_rule,
 )
 from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
+from cogwm.stats.means import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
     from cogwm.arena.simulators import PythonSimulator

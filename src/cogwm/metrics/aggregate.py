@@ -2,7 +2,7 @@
 correlation matrices.
 
 Means with their bootstrap CIs and the paired agent comparisons live in
-:mod:`cogwm.stats.means`; they are imported here under their old names for existing callers.
+:mod:`cogwm.stats.means`.
 """
 
 from __future__ import annotations
@@ -16,17 +16,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
-from cogwm.stats.means import DEFAULT_RESAMPLES as DEFAULT_RESAMPLES
-from cogwm.stats.means import AgentComparison as AgentComparison
-from cogwm.stats.means import DifferenceEstimate as DifferenceEstimate
-from cogwm.stats.means import FloatArray as FloatArray
-from cogwm.stats.means import MeanEstimate as MeanEstimate
-from cogwm.stats.means import ScenarioTable as ScenarioTable
-from cogwm.stats.means import mean_estimate as mean_estimate
-from cogwm.stats.means import optional_mean as optional_mean
-from cogwm.stats.means import paired_bootstrap as paired_bootstrap
-from cogwm.stats.means import paired_difference as paired_difference
-from cogwm.stats.means import scenario_table as scenario_table
+from cogwm.stats.means import (
+    FloatArray,
+    MeanEstimate,
+)
 
 
 class Estimate(BaseModel):

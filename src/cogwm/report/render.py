@@ -10,7 +10,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from cogwm.metrics.aggregate import CorrelationMatrix, DifferenceEstimate, MeanEstimate
+from cogwm.metrics.aggregate import CorrelationMatrix
 from cogwm.report.tables import (
     TABLE6_COLUMNS,
     TASK_COLUMNS,
@@ -20,6 +20,7 @@ from cogwm.report.tables import (
     ranked_arms,
 )
 from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS, NOT_VALIDATED, separation
+from cogwm.stats.means import DifferenceEstimate, MeanEstimate
 
 _SIGNED = {"cts", "auc", "delta", "e_delta", "b_delta", "d_delta", "i_delta"}
 

@@ -2,7 +2,7 @@
 discriminability, the agent typology, paired CTS differences and the metric correlations.
 
 Confidence intervals are percentile bootstraps over scenarios, paired across arms (every replicate
-draws the same scenarios for every agent x condition), from ``cogwm.metrics.aggregate``.
+draws the same scenarios for every agent x condition), from ``cogwm.stats.means``.
 """
 
 from __future__ import annotations

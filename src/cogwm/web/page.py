@@ -20,10 +20,10 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from cogwm.metrics.aggregate import DifferenceEstimate, MeanEstimate
 from cogwm.report import build_report, load_run, status_line, warnings
 from cogwm.report.render import cell, difference_verdict, separation_caption
 from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow, ranked_arms
+from cogwm.stats.means import DifferenceEstimate, MeanEstimate
 from cogwm.store import RunStore
 from cogwm.web import figures, payload
 from cogwm.web.glossary import header_cell, help_json
