@@ -17,9 +17,9 @@ import asyncio
 from cogwm.arena.config import SimulatorConfig
 from cogwm.arena.prompts import AGENT_PERSONAS
 from cogwm.env import AsyncArenaEnv, rollout
-from cogwm.metrics.aggregate import mean_estimate
 from cogwm.models import load
 from cogwm.models.types import Message, Sampling
+from cogwm.stats.means import mean_estimate
 
 POLICIES = ("empathetic", "dismissive")
 
