@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers_cli import cogwm
 from typer.testing import CliRunner
 
 from cogwm import tasks
@@ -28,6 +27,7 @@ from cogwm.simulator.samples import Sample, read_samples, write_samples
 from cogwm.simulator.simulate import RunSettings, ablated_messages, run_predictions
 from cogwm.simulator.validate.items import Item
 from cogwm.simulator.validate.reader import world_model_input
+from helpers_cli import cogwm
 
 runner = CliRunner()
 
