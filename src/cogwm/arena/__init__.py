@@ -3,13 +3,17 @@ stored, and agents are ranked by how they move the user's state (DESIGN.md §6).
 
 Layers: ``protocol`` (the ``Participant`` interface every participant implements),
 ``participants`` (simulator, agent, intent detector, profile annotator), ``agents`` (agents of
-every kind: model, endpoint, Python), ``orchestrator``
-(the turn loop of one conversation and its termination), ``runner`` (units from a config,
-concurrency, resume, shards), ``config`` (TOML), ``scenarios`` (cold starts), ``prompts``.
+every kind: model, endpoint, Python), ``cast`` (the participants of one conversation, from a
+config), ``conversation`` (one conversation stepped round by round: the turn loop and its
+termination), ``orchestrator`` (a conversation from participants, played to its end),
+``runner`` (units from a config, concurrency, resume, shards), ``config`` (TOML), ``scenarios``
+(cold starts), ``prompts``.
 """
 
+from cogwm.arena.cast import Cast
 from cogwm.arena.config import AgentConfig, ArenaConfig, ModelConfig, config_hash, load_config
-from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome
+from cogwm.arena.conversation import Conversation, Limits, Opening, Outcome, RoundResult
+from cogwm.arena.orchestrator import Orchestrator
 from cogwm.arena.participants import (
     AgentParticipant,
     IntentDetector,
@@ -29,7 +33,9 @@ __all__ = [
     "AgentParticipant",
     "ArenaConfig",
     "ArenaTurn",
+    "Cast",
     "Condition",
+    "Conversation",
     "ConversationStatus",
     "IntentDetector",
     "Limits",
@@ -40,6 +46,7 @@ __all__ = [
     "Participant",
     "Phase",
     "ProfileAnnotator",
+    "RoundResult",
     "RunSummary",
     "Scenario",
     "ScenarioSource",

@@ -567,19 +567,19 @@ class ArenaConfig(_Section):
     def intent_model(self) -> ModelConfig | None:
         """The intent detector (default: the simulator's model at temperature 0; None with a
         Python simulator and no detector, which the config then never asks)."""
-        return self.intent_detector or _deterministic(self.simulator, max_tokens=16)
+        return self.intent_detector or deterministic(self.simulator, max_tokens=16)
 
     @property
     def judge_model(self) -> ModelConfig | None:
         """The GoodOutcome judge (default: the simulator's model at temperature 0; None with a
         Python simulator and no judge, which the config then never asks)."""
-        return self.judge or _deterministic(self.simulator, max_tokens=300)
+        return self.judge or deterministic(self.simulator, max_tokens=300)
 
     @property
     def annotator_model(self) -> ModelConfig | None:
         """The profile annotator (default: the simulator's model at temperature 0; None with a
         Python simulator and no annotator, which the config then never asks)."""
-        return self.profile_annotator or _deterministic(self.simulator, max_tokens=160)
+        return self.profile_annotator or deterministic(self.simulator, max_tokens=160)
 
     @property
     def asks_intent(self) -> bool:
@@ -623,8 +623,10 @@ _ROLE_OFF = {
 }
 
 
-def _deterministic(base: SimulatorConfig, *, max_tokens: int) -> ModelConfig | None:
-    if base.python is not None:
+def deterministic(base: ModelConfig, *, max_tokens: int) -> ModelConfig | None:
+    """``base``'s model at temperature 0 with ``max_tokens`` (the default detector, judge and
+    annotator); None for a Python simulator, which has no model."""
+    if isinstance(base, SimulatorConfig) and base.python is not None:
         return None
     return ModelConfig(
         model=base.model, options=base.options, temperature=0.0, max_tokens=max_tokens

@@ -18,6 +18,9 @@ from cogwm.metrics import judge
 from cogwm.models import Model
 from cogwm.schema import TaskSpec
 
+#: The GoodOutcome detail of a conversation whose config switched the judge off.
+NOT_JUDGED = "not judged (good_outcome = false)"
+
 #: Turns of the end of a conversation the judge reads (besides the cold start).
 JUDGED_TURNS = 12
 

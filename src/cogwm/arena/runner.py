@@ -1,9 +1,10 @@
 """Running many conversations from a config, with a store that makes the run resumable.
 
-Three layers (as in tau2-bench): ``Orchestrator.run`` plays one conversation; ``ArenaRunner``
-builds each one from the config (participants, scenario preparation, judge, metrics); ``run_arena``
-plans the units, checks the stored run, and runs every unit concurrently under one semaphore (no
-fixed batches, so one slow conversation stalls nothing else).
+Three layers (as in tau2-bench): ``Conversation`` plays one conversation of a ``Cast`` (the
+participants, made from the config); ``ArenaRunner`` runs each unit's conversation against the
+store (scenario preparation, judge verdict, metrics); ``run_arena`` plans the units, checks the
+stored run, and runs every unit concurrently under one semaphore (no fixed batches, so one slow
+conversation stalls nothing else).
 """
 
 from __future__ import annotations
@@ -13,29 +14,25 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import Field
 
 from cogwm import tasks
-from cogwm.arena.agents import build_agent
 from cogwm.arena.budget import Budget
+from cogwm.arena.cast import Cast, Roles
 from cogwm.arena.collector import steady_collector
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
+from cogwm.arena.conversation import Conversation, Limits, Opening
 from cogwm.arena.digests import Digests, ask_served_models
-from cogwm.arena.judging import Verdict, judge_good_outcome
-from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
-from cogwm.arena.participants import IntentDetector, ProfileAnnotator
 from cogwm.arena.progress import RunProgress
-from cogwm.arena.protocol import Participant
 from cogwm.arena.provenance import git_revision, package_versions, simulator_identity
 from cogwm.arena.scenarios import Scenario, ScenarioSource, ScenarioSplit, select_scenarios
 from cogwm.arena.scoring import conversation_metrics, user_states
-from cogwm.arena.simulators import build_simulator
-from cogwm.arena.termination import ConversationStatus, FailureOrigin, Termination
-from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup, derive_seed
+from cogwm.arena.termination import Condition, ConversationStatus, FailureOrigin, Termination
+from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
 from cogwm.arena.units import Shard, Unit, plan_units, shard_units
 from cogwm.arena.windows import Windows, resolve_windows
 from cogwm.errors import CogwmError, ConfigError
@@ -102,15 +99,13 @@ class ArenaRunner:
         self._load_model = load_model
         self._models: dict[str, Model] = {}
         self._by_spec: dict[int, tuple[ModelConfig, Model]] = {}
-        # Derived once: the config's properties build a new ModelConfig on every access.
-        self.intent_model = config.intent_model
-        self.judge_model = config.judge_model
         self._preps: dict[tuple[str, str], asyncio.Task[Prep]] = {}
         self._stored_preps = store.preps(run_id)
-        self._agent_prompts = config.agent_prompts()
-        self._agent_backends = {a.name: a.backend() for a in config.agents}
-        self._agent_windows = {n: w.turns for n, w in self.digests.windows.agents.items()}
-        self._user_window = self.digests.windows.simulator.turns
+        # Derived once for every cast of the run.
+        self.roles = Roles(config, self.digests.windows)
+        self.limits = Limits(
+            max_rounds=config.max_rounds, intent_from_round=config.intent_from_round
+        )
 
     def model(self, spec: ModelConfig) -> Model:
         """One ``Model`` per distinct address and options (the backend is shared anyway)."""
@@ -164,18 +159,12 @@ class ArenaRunner:
                 call_id=stored.call_id,
             )
         with recording(lambda record: self._on_call(None, record)):
-            seed = derive_seed(self.config.seed, task.name, scenario.id)
-            turns = cold_start_turns(scenario)
-            profile = await self._profile(task, scenario, turns, seed)
-            simulator = build_simulator(
-                self.config.simulator,
-                task,
-                model=lambda: self.model(self.config.simulator),
-                history_turns=self.digests.windows.simulator.turns,
-            )
-            setup = UserSetup(context=scenario.context, profile=profile)
-            reading = await simulator.read_state(setup, turns, seed=derive_seed(seed, "opening"))
-        prep = Prep(profile=profile, initial_state=reading.state, call_id=reading.call_id)
+            cast = self._cast(task, scenario)
+            opening = await cast.prepare(seed=derive_seed(self.config.seed, task.name, scenario.id))
+        profile = opening.setup.profile
+        prep = Prep(
+            profile=profile, initial_state=opening.initial_state, call_id=opening.reading_call_id
+        )
         self.store.add_prep(
             self.run_id,
             PrepRow(
@@ -183,26 +172,25 @@ class ArenaRunner:
                 scenario.id,
                 profile.model_dump_json(),
                 profile.source,
-                reading.state.model_dump_json(),
-                reading.call_id,
+                prep.initial_state.model_dump_json(),
+                prep.call_id,
                 digest,
             ),
             replace=True,
         )
         return prep
 
-    async def _profile(
-        self, task: TaskSpec, scenario: Scenario, turns: list[ArenaTurn], seed: int
-    ) -> Profile:
-        if scenario.profile is not None:
-            return scenario.profile
-        if not self.config.annotate_profiles:
-            return Profile.neutral()
-        model = self.config.annotator_model
-        if model is None:  # the config's validation rules this out
-            raise ConfigError("annotate_profiles needs a [profile_annotator]")
-        annotator = ProfileAnnotator(self.model(model), model, task)
-        return await annotator.annotate(turns, seed=derive_seed(seed, "profile"))
+    def _cast(self, task: TaskSpec, scenario: Scenario, unit: Unit | None = None) -> Cast:
+        """The participants of ``unit``'s conversation (without a unit: the user's side)."""
+        return Cast.from_config(
+            self.config,
+            task,
+            scenario,
+            model=self.model,
+            agent=None if unit is None else unit.agent,
+            condition=Condition.NO_COT if unit is None else unit.condition,
+            roles=self.roles,
+        )
 
     # ------------------------------------------------------------------------ one conversation
 
@@ -227,10 +215,12 @@ class ArenaRunner:
                 return await self._fail(conversation_id, None, failure_reason(exc))
 
     async def _play(self, unit: Unit, task: TaskSpec, conversation_id: int) -> bool:
-        outcome = await self._converse(unit, task, conversation_id)
+        conversation = await self._converse(unit, task, conversation_id)
+        outcome = conversation.result()
         if outcome.termination is Termination.ERROR:
             return await self._fail(conversation_id, outcome.rounds, outcome.error)
-        verdict = await self._judge(unit, task, outcome)
+        # GoodOutcome from the judge; undefined (not asked) when the config switches it off.
+        verdict = await conversation.judge()
         metrics = conversation_metrics(user_states(outcome.turns), task)
         metrics["go"] = None if verdict.good is None else float(verdict.good)
         # An agent failure is scored like any ending (the trajectory up to it, the judge's
@@ -253,49 +243,14 @@ class ArenaRunner:
         self.progress.on_conversation(failed=False)
         return True
 
-    async def _judge(self, unit: Unit, task: TaskSpec, outcome: Outcome) -> Verdict:
-        """GoodOutcome from the judge; undefined (not asked) when the config switches it off."""
-        judge = self.judge_model
-        if not self.config.good_outcome or judge is None:
-            return Verdict(None, NOT_JUDGED, None)
-        return await judge_good_outcome(
-            self.model(judge),
-            judge,
-            task,
-            outcome.turns,
-            seed=derive_seed(unit.seeds(self.config)[1], "judge"),
-        )
-
-    def _detector(self, task: TaskSpec) -> Participant:
-        intent = self.intent_model
-        if intent is None:  # never asked: the config's validation rules it out otherwise
-            return _NoDetector()
-        return IntentDetector(self.model(intent), intent, task)
-
-    async def _converse(self, unit: Unit, task: TaskSpec, conversation_id: int) -> Outcome:
+    async def _converse(self, unit: Unit, task: TaskSpec, conversation_id: int) -> Conversation:
+        """Play ``unit``'s conversation to its end, its turns committed as they happen."""
         # Shielded: a cancelled conversation must not cancel a preparation others share.
         prep = await asyncio.shield(self.prep(task, unit.scenario))
         source = prep.profile.source
         # Committed with the cold-start turns and awaited with the first of them (before any
         # model call), not in a group commit of its own.
         sourced = self.writer.submit(lambda: self.store.set_profile_source(conversation_id, source))
-        config = self.config
-        agent = build_agent(
-            unit.agent,
-            task,
-            self._agent_prompts[unit.agent.name],
-            unit.condition,
-            history_turns=self._agent_windows[unit.agent.name],
-            model=lambda: self.model(self._agent_backends[unit.agent.name]),
-        )
-        simulator = build_simulator(
-            config.simulator,
-            task,
-            model=lambda: self.model(config.simulator),
-            history_turns=self._user_window,
-        )
-        detector = self._detector(task)
-        limits = Limits(max_rounds=config.max_rounds, intent_from_round=config.intent_from_round)
         opening = Opening(
             scenario=unit.scenario,
             setup=UserSetup(context=unit.scenario.context, profile=prep.profile),
@@ -303,12 +258,17 @@ class ArenaRunner:
             reading_call_id=prep.call_id,
         )
         sink = _StoreSink(self.writer, conversation_id, before=sourced)
-        agent_seed, user_seed = unit.seeds(config)
-        outcome = await Orchestrator(agent, simulator, detector, limits).run(
-            opening, sink, seed=agent_seed, user_seed=user_seed
+        agent_seed, user_seed = unit.seeds(self.config)
+        conversation = Conversation(
+            self._cast(task, unit.scenario, unit),
+            self.limits,
+            seed=agent_seed,
+            user_seed=user_seed,
+            sink=sink,
         )
+        await conversation.run(opening)
         await sink.settle()
-        return outcome
+        return conversation
 
     async def _fail(self, conversation_id: int, rounds: int | None, error: str | None) -> bool:
         await self.writer.submit(
@@ -344,17 +304,6 @@ class ArenaRunner:
         self.progress.on_call(record)
         if self.budget is not None:
             self.budget.charge(record)
-
-
-#: The GoodOutcome detail of a conversation whose config switched the judge off.
-NOT_JUDGED = "not judged (good_outcome = false)"
-
-
-class _NoDetector:
-    """Stands in for the intent detector of a config that never asks one."""
-
-    def next_turn(self, history: Sequence[ArenaTurn], *, seed: int) -> TurnOutput:
-        raise RuntimeError("this run has no intent detector, yet it was asked")
 
 
 def failure_reason(exc: Exception) -> str:

@@ -29,19 +29,18 @@ from pathlib import Path
 from typing import Any, NamedTuple, Self
 
 from cogwm import tasks
-from cogwm.arena.config import ArenaConfig, ModelConfig, SimulatorConfig
-from cogwm.arena.judging import judge_good_outcome
-from cogwm.arena.orchestrator import cold_start_turns
+from cogwm.arena.cast import Cast, Judge
+from cogwm.arena.config import ArenaConfig, ModelConfig, SimulatorConfig, deterministic
+from cogwm.arena.conversation import Conversation, Limits
 from cogwm.arena.participants import IntentDetector, SimulatorParticipant
 from cogwm.arena.prompts import agent_task_prompt
 from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario, builtin_scenarios, select_scenarios
 from cogwm.arena.scoring import user_states
-from cogwm.arena.termination import Phase, Termination
-from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
+from cogwm.arena.transcript import ArenaTurn, derive_seed
 from cogwm.errors import ConfigError, InputError
 from cogwm.metrics.trajectory import composite_series
 from cogwm.models import Model, load
-from cogwm.schema import BDI, CognitiveState, Profile, Role, TaskSpec
+from cogwm.schema import BDI, CognitiveState, Role, TaskSpec
 
 Observation = str | dict[str, Any]
 
@@ -98,8 +97,8 @@ class AsyncArenaEnv:
         if isinstance(sim, SimulatorConfig) and sim.python is not None:
             raise ConfigError("the environment needs a model simulator, not a python simulator")
         self.simulator_config = sim
-        self.intent_config = intent_detector or _deterministic(sim, 16)
-        self.judge_config = judge or _deterministic(sim, 300)
+        self.intent_config = intent_detector or _model_of(deterministic(sim, max_tokens=16))
+        self.judge_config = judge or _model_of(deterministic(sim, max_tokens=300))
         self.scenarios = list(
             scenarios if scenarios is not None else builtin_scenarios(self.task.name)
         )
@@ -117,9 +116,7 @@ class AsyncArenaEnv:
         self._models: dict[str, Model] = {}
         self._load = load_model
         self._episodes = 0
-        self.turns: list[ArenaTurn] = []
-        self.round = 0
-        self._done = True
+        self._conversation: Conversation | None = None
 
     @classmethod
     def from_config(cls, config: ArenaConfig, task: str | None = None, **kwargs: Any) -> Self:
@@ -149,6 +146,16 @@ class AsyncArenaEnv:
             **kwargs,
         )
 
+    @property
+    def turns(self) -> list[ArenaTurn]:
+        """The episode's turns so far (none before the first ``reset``)."""
+        return [] if self._conversation is None else self._conversation.turns
+
+    @property
+    def round(self) -> int:
+        """Rounds completed in the episode, cold start included."""
+        return 0 if self._conversation is None else self._conversation.round
+
     def _model(self, spec: ModelConfig) -> Model:
         if spec.model not in self._models:
             self._models[spec.model] = self._load(spec.model, **spec.options)
@@ -174,31 +181,17 @@ class AsyncArenaEnv:
         scenario = self._scenario(options.get("scenario"), seed)
         trial = int(options.get("trial", 0))
         self.scenario = scenario
-        self.setup = UserSetup(
-            context=scenario.context, profile=scenario.profile or Profile.neutral()
-        )
-        self._simulator = SimulatorParticipant(
-            self._model(self.simulator_config),
-            self.simulator_config,
-            self.task,
-            history_turns=self.history_turns,
-            setup=self.setup,
-        )
-        self._detector = IntentDetector(
-            self._model(self.intent_config), self.intent_config, self.task
-        )
-        prep = derive_seed(seed, self.task.name, scenario.id)
-        opening = cold_start_turns(scenario)
-        reading = await self._simulator.read_state(
-            self.setup, opening, seed=derive_seed(prep, "opening")
-        )
-        self.turns = cold_start_turns(scenario, reading.state, reading.call_id)
-        self._user_seed = derive_seed(seed, self.task.name, scenario.id, "user", trial)
-        self.round = COLD_START_ROUNDS
-        self._done = False
-        self._scores = composite_series([reading.state], self.task)
-        info = self._info(reading.state)
-        return self._observation(self.turns[-1].text, reading.state), info
+        cast = self._cast(scenario)
+        # The arena's derivations: the scenario's preparation, the user's side under paired seeds.
+        opening = await cast.prepare(seed=derive_seed(seed, self.task.name, scenario.id))
+        self.setup = opening.setup
+        user_seed = derive_seed(seed, self.task.name, scenario.id, "user", trial)
+        conversation = Conversation(cast, self._limits, seed=seed, user_seed=user_seed)
+        turns = await conversation.start(opening)
+        self._conversation = conversation
+        self._scores = composite_series([opening.initial_state], self.task)
+        info = self._info(opening.initial_state)
+        return self._observation(turns[-1].text, opening.initial_state), info
 
     async def step(self, reply: str) -> Step:
         """Play the agent's ``reply`` and the user's answer.
@@ -206,48 +199,27 @@ class AsyncArenaEnv:
         Raises:
             InputError: The episode is over (call ``reset``) or the reply is empty.
         """
-        if self._done:
+        conversation = self._conversation
+        if conversation is None or conversation.finished:
             raise InputError("the episode is over: call reset() first")
-        text = reply.strip()
-        if not text:
-            raise InputError("the agent's reply is empty")
-        self.round += 1
-        number = self.round
-        self._append(Role.AGENT, text, None)
-        said = await self._simulator.next_turn(
-            self.turns, seed=derive_seed(self._user_seed, "user", number)
-        )
-        self._append(Role.USER, said.text, said.state)
-        states = user_states(self.turns)
+        played = await conversation.step(reply)
+        said = played.turns[-1]
+        states = user_states(conversation.turns)
         self._scores = composite_series(states, self.task)
         reward = self._scores[-1] - self._scores[-2]
-        termination: Termination | None = None
-        if said.leave:
-            termination = Termination.USER_LEFT
-        elif self.intent_from_round <= number < self.max_rounds:
-            verdict = await self._detector.next_turn(
-                self.turns, seed=derive_seed(self._user_seed, "intent", number)
-            )
-            if verdict.leave:
-                termination = Termination.NATURAL_END
-        truncated = termination is None and number >= self.max_rounds
-        if truncated:
-            termination = Termination.MAX_ROUNDS
         info = self._info(states[-1])
-        info["termination"] = None if termination is None else termination.value
+        info["termination"] = None if played.termination is None else played.termination.value
         info["reward_state"] = reward
-        if termination is not None:
-            self._done = True
-            if self.good_outcome_bonus is not None:
-                good = await self._good_outcome()
-                info["good_outcome"] = good
-                if good:
-                    reward += self.good_outcome_bonus
+        if played.termination is not None and self.good_outcome_bonus is not None:
+            good = (await conversation.judge()).good
+            info["good_outcome"] = good
+            if good:
+                reward += self.good_outcome_bonus
         return Step(
             self._observation(said.text, states[-1]),
             reward,
-            termination is not None and not truncated,
-            truncated,
+            played.termination is not None and not played.truncated,
+            played.truncated,
             info,
         )
 
@@ -268,27 +240,29 @@ class AsyncArenaEnv:
             raise InputError(f"no scenario {choice!r} for task {self.task.name}")
         return found
 
-    def _append(self, role: Role, text: str, state: CognitiveState | None) -> None:
-        self.turns.append(
-            ArenaTurn(
-                index=len(self.turns),
-                round=self.round,
-                role=role,
-                phase=Phase.SIMULATED,
-                text=text,
-                state=state,
-            )
+    @property
+    def _limits(self) -> Limits:
+        # The detector never runs before the first simulated round, however early it is set.
+        return Limits(
+            max_rounds=self.max_rounds,
+            intent_from_round=max(self.intent_from_round, COLD_START_ROUNDS + 1),
         )
 
-    async def _good_outcome(self) -> bool | None:
-        verdict = await judge_good_outcome(
-            self._model(self.judge_config),
-            self.judge_config,
-            self.task,
-            self.turns,
-            seed=derive_seed(self._user_seed, "judge"),
+    def _cast(self, scenario: Scenario) -> Cast:
+        """The user's side of an episode on ``scenario`` (the agent's replies come from outside;
+        the judge's model is loaded only when a verdict is asked)."""
+        judge = self.judge_config
+        return Cast(
+            scenario=scenario,
+            simulator=SimulatorParticipant(
+                self._model(self.simulator_config),
+                self.simulator_config,
+                self.task,
+                history_turns=self.history_turns,
+            ),
+            detector=IntentDetector(self._model(self.intent_config), self.intent_config, self.task),
+            judge=lambda: Judge(self._model(judge), judge, self.task),
         )
-        return verdict.good
 
     def _observation(self, text: str, state: CognitiveState) -> Observation:
         if self.reveal_state:
@@ -322,10 +296,10 @@ class AsyncArenaEnv:
         return chat
 
 
-def _deterministic(base: ModelConfig, max_tokens: int) -> ModelConfig:
-    return ModelConfig(
-        model=base.model, options=base.options, temperature=0.0, max_tokens=max_tokens
-    )
+def _model_of(config: ModelConfig | None) -> ModelConfig:
+    if config is None:  # ruled out above: the environment refuses a python simulator
+        raise ConfigError("the environment needs a model simulator, not a python simulator")
+    return config
 
 
 class ArenaEnv:

@@ -1,8 +1,8 @@
 """The wind tunnel: a person plays the agent against the cognitive user simulator.
 
 A session takes a scenario's cold start, has the simulator read the initial state from it, then,
-for every turn the person types, asks the simulator for the user's next state and utterance, as
-the arena's orchestrator does. Every turn is committed to a run store as it happens, as a
+for every turn the person types, plays a round of the arena's ``Conversation`` with that turn as
+the agent's reply. Every turn is committed to a run store as it happens, as a
 conversation of agent ``human:<name>``, so the dialogue appears in reports like any agent's.
 """
 
@@ -11,22 +11,22 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cogwm import tasks
+from cogwm.arena.cast import Cast
 from cogwm.arena.config import ModelConfig
-from cogwm.arena.orchestrator import cold_start_turns
+from cogwm.arena.conversation import Conversation, Limits
 from cogwm.arena.participants import SimulatorParticipant
 from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario, builtin_scenarios
-from cogwm.arena.termination import Phase, Termination
-from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
+from cogwm.arena.termination import Termination
+from cogwm.arena.transcript import ArenaTurn
 from cogwm.errors import InputError
 from cogwm.metrics.trajectory import EmptyPolicy
 from cogwm.models import Model
 from cogwm.report.tables import PLAY_KIND
-from cogwm.schema import Profile, Role
 from cogwm.store import RunStore, UnitRow
 from cogwm.web.payload import composite_or_none, state_record
 
@@ -77,20 +77,23 @@ class PlaySession:
     task: str
     scenario: Scenario
     model_address: str
-    simulator: SimulatorParticipant
-    setup: UserSetup
+    conversation: Conversation
     store_path: Path
     max_rounds: int
     seed: int
-    turns: list[ArenaTurn] = field(default_factory=list)
     conversation_id: int = 0
     run_id: int = 0
     finished: str | None = None
 
     @property
+    def turns(self) -> list[ArenaTurn]:
+        """The dialogue's turns so far."""
+        return self.conversation.turns
+
+    @property
     def round(self) -> int:
         """Rounds completed (cold start included)."""
-        return max((t.round for t in self.turns), default=0)
+        return self.conversation.round
 
     def series(self) -> list[float | None]:
         """``s_t`` per state so far."""
@@ -120,7 +123,6 @@ class PlaySession:
         }
 
     def _commit(self, turn: ArenaTurn) -> None:
-        self.turns.append(turn)
         with RunStore(self.store_path) as store:
             store.add_turn(
                 self.conversation_id,
@@ -136,11 +138,7 @@ class PlaySession:
 
     async def start(self) -> None:
         """Store the conversation, the cold start and the initial state read from it."""
-        opening = cold_start_turns(self.scenario)
-        reading = await self.simulator.read_state(
-            self.setup, opening, seed=derive_seed(self.seed, "opening")
-        )
-        opening = cold_start_turns(self.scenario, reading.state, reading.call_id)
+        opening = await self.conversation.cast.prepare(seed=self.seed)
         with RunStore(self.store_path) as store:
             self.run_id = play_run_id(store)
             self.conversation_id = store.start_conversation(
@@ -157,7 +155,7 @@ class PlaySession:
                     seed=self.seed,
                 ),
             )
-        for turn in opening:
+        for turn in await self.conversation.start(opening):
             self._commit(turn)
 
     async def say(self, text: str) -> None:
@@ -171,31 +169,14 @@ class PlaySession:
         text = text.strip()
         if not text or len(text) > MAX_TEXT:
             raise InputError(f"a turn needs 1 to {MAX_TEXT} characters")
-        number = self.round + 1
-        agent = ArenaTurn(
-            index=len(self.turns), round=number, role=Role.AGENT, phase=Phase.SIMULATED, text=text
-        )
-        # The agent turn is stored only with the user's reply, so a failed simulator call leaves
-        # the dialogue as it was and the person can try again.
-        reply = await self.simulator.respond(
-            self.setup, [*self.turns, agent], seed=derive_seed(self.seed, "user", number)
-        )
-        self._commit(agent)
-        self._commit(
-            ArenaTurn(
-                index=len(self.turns),
-                round=number,
-                role=Role.USER,
-                phase=Phase.SIMULATED,
-                text=reply.text,
-                state=reply.state,
-                call_id=reply.call_id,
-            )
-        )
-        if reply.leave:
-            self.finish(Termination.USER_LEFT)
-        elif number >= self.max_rounds:
-            self.finish(Termination.MAX_ROUNDS)
+        # The conversation has no sink: the round's turns are stored only once the user has
+        # replied, so a failed simulator call leaves the dialogue as it was and the person can
+        # try again.
+        played = await self.conversation.step(text)
+        for turn in played.turns:
+            self._commit(turn)
+        if played.termination is not None:
+            self.finish(played.termination)
 
     def finish(self, termination: Termination = Termination.NATURAL_END) -> None:
         """Close the conversation in the store (a person ending it counts as a natural end)."""
@@ -245,16 +226,19 @@ def new_session(
         model=model_address, temperature=SIMULATOR_TEMPERATURE, max_tokens=SIMULATOR_MAX_TOKENS
     )
     simulator = SimulatorParticipant(model, config, spec, history_turns=HISTORY_TURNS)
-    setup = UserSetup(context=scenario.context, profile=scenario.profile or Profile.neutral())
+    seed = int(time.time()) & 0x7FFFFFFF
+    rounds = max(max_rounds, COLD_START_ROUNDS + 1)
+    # No intent detector: the person ends the dialogue (or the user leaves, or the limit).
+    limits = Limits(max_rounds=rounds, intent_from_round=rounds)
+    conversation = Conversation(Cast(scenario=scenario, simulator=simulator), limits, seed=seed)
     return PlaySession(
         id=secrets.token_urlsafe(12),
         name=name,
         task=task,
         scenario=scenario,
         model_address=model_address,
-        simulator=simulator,
-        setup=setup,
+        conversation=conversation,
         store_path=store_path,
-        max_rounds=max(max_rounds, COLD_START_ROUNDS + 1),
-        seed=int(time.time()) & 0x7FFFFFFF,
+        max_rounds=rounds,
+        seed=seed,
     )
