@@ -232,3 +232,90 @@ def test_a_bf16_base_trains_an_fp32_lora(base, four, tmp_path):
     assert any(not torch.equal(runs["fp32"][k], runs["bf16"][k]) for k in runs["fp32"])
     # The same training at bf16's resolution of the base weights.
     assert losses["bf16"] == pytest.approx(losses["fp32"], rel=0.02)
+
+
+def _readme_launch_commands() -> list[list[str]]:
+    """Every ``accelerate launch`` command of the README (continuation lines joined)."""
+    import shlex
+
+    text = (REPO / "README.md").read_text(encoding="utf-8").replace("\\\n", " ")
+    commands = [
+        shlex.split(line.split("#", 1)[0])
+        for line in text.splitlines()
+        if line.startswith("accelerate launch ")
+    ]
+    return [c[2:] for c in commands]
+
+
+def test_accelerate_configs_load_with_accelerates_config_classes():
+    # Catches: a key accelerate does not know (it refuses the file), a distributed type
+    # cogwm train refuses, a precision set in the file that --bf16 would silently override.
+    from accelerate.commands.config.config_args import ClusterConfig
+    from accelerate.utils import DistributedType
+
+    from cogwm.simulator.train.loop import refuse_sharding
+
+    found = {path.name: path for path in ACCELERATE_CONFIGS.glob("*.yaml")}
+    assert {"single_gpu.yaml", "ddp.yaml"} <= set(found)
+    kinds = {}
+    for name, path in found.items():
+        config = ClusterConfig.from_yaml_file(str(path))
+        kinds[name] = config.distributed_type
+        assert config.mixed_precision == "no" and not config.use_cpu, name
+        refuse_sharding(str(config.distributed_type.value))  # none is refused
+    assert kinds["single_gpu.yaml"] == DistributedType.NO
+    assert kinds["ddp.yaml"] == DistributedType.MULTI_GPU
+
+
+def test_sharded_launches_are_refused():
+    # Catches: an FSDP/DeepSpeed launch saving one process's shard as the adapter.
+    from cogwm.errors import ConfigError
+    from cogwm.simulator.train.loop import refuse_sharding
+
+    for kind in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
+        with pytest.raises(ConfigError, match="ddp.yaml"):
+            refuse_sharding(kind)
+    refuse_sharding("MULTI_GPU")
+
+
+def test_readme_launch_commands_parse_for_accelerate_and_cogwm_train():
+    # Catches: a documented option cogwm train does not have (or with a value it refuses), a
+    # config file that is not there, a launch that is not `-m cogwm train`.
+    import typer
+    from accelerate.commands.config.config_args import ClusterConfig
+    from accelerate.commands.launch import launch_command_parser
+
+    from cogwm.cli.train import app as train_app
+    from cogwm.simulator.train.config import TrainConfig
+
+    commands = _readme_launch_commands()
+    assert len(commands) >= 3
+    quantized = accumulated = 0
+    for argv in commands:
+        launch = launch_command_parser().parse_args(argv)
+        assert launch.module and launch.training_script == "cogwm", argv
+        ClusterConfig.from_yaml_file(str(REPO / launch.config_file))
+        assert launch.training_script_args[0] == "train"
+        command = typer.main.get_command(train_app)
+        context = command.make_context("train", list(launch.training_script_args[1:]))
+        params = {k: v for k, v in context.params.items() if k in TrainConfig.model_fields}
+        config = TrainConfig(**params)
+        assert config.max_length == 4096 and config.lora_r == 16 and config.lr == 5e-5
+        quantized += config.quantize == "4bit"
+        accumulated += config.grad_accum > 1
+    assert quantized and accumulated
+
+
+def test_python_dash_m_cogwm_is_the_cli():
+    # Catches: `accelerate launch -m cogwm` finding no __main__ module.
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "cogwm", "train", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--grad-accum" in done.stdout and "--quantize" in done.stdout
