@@ -273,7 +273,7 @@ def test_sharded_launches_are_refused():
     from cogwm.simulator.train.loop import refuse_sharding
 
     for kind in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
-        with pytest.raises(ConfigError, match="ddp.yaml"):
+        with pytest.raises(ConfigError, match=r"ddp\.yaml"):
             refuse_sharding(kind)
     refuse_sharding("MULTI_GPU")
 
