@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -88,8 +89,6 @@ def test_export_writes_llama_cpp_lora_tensors(tmp_path):
 
 
 def test_export_refuses_what_llama_cpp_cannot_apply(tmp_path):
-    import json
-
     from cogwm.simulator.train.gguf_export import export_gguf
 
     with pytest.raises(InputError, match="not a peft adapter"):
@@ -109,6 +108,51 @@ def test_export_refuses_what_llama_cpp_cannot_apply(tmp_path):
     )
     with pytest.raises(ConfigError, match="not gpt2"):
         export_gguf(adapter, tmp_path / "x.gguf", base_dir=base)
+
+
+def test_multimodal_gemma3_text_layers_export_and_vision_layers_are_refused(tmp_path):
+    # Catches: the language_model. prefix of Gemma 3's multimodal checkpoints kept (no GGUF
+    # name) or the layer count read from the top level (absent there), and a vision-tower
+    # LoRA written under a wrong name instead of refused.
+    import gguf
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from cogwm.simulator.train.gguf_export import export_gguf
+
+    base = tmp_path / "base"
+    base.mkdir()
+    text = {"num_attention_heads": 4, "num_key_value_heads": 1, "num_hidden_layers": 2}
+    (base / "config.json").write_text(json.dumps({"model_type": "gemma3", "text_config": text}))
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(
+        json.dumps({"peft_type": "LORA", "lora_alpha": 16, "base_model_name_or_path": str(base)})
+    )
+    prefix = "base_model.model.model.language_model.layers.1."
+    rng = np.random.default_rng(0)
+    tensors = {
+        prefix + "self_attn.q_proj.lora_A.weight": rng.normal(size=(8, 64)).astype("float32"),
+        prefix + "self_attn.q_proj.lora_B.weight": rng.normal(size=(64, 8)).astype("float32"),
+    }
+    save_file(tensors, str(adapter / "adapter_model.safetensors"))
+    export_gguf(adapter, tmp_path / "a.gguf", dtype="f32")
+    reader = gguf.GGUFReader(str(tmp_path / "a.gguf"))
+    assert {t.name for t in reader.tensors} == {
+        "blk.1.attn_q.weight.lora_a",
+        "blk.1.attn_q.weight.lora_b",
+    }
+    written = next(t for t in reader.tensors if t.name.endswith("lora_b"))
+    b = tensors[prefix + "self_attn.q_proj.lora_B.weight"]
+    assert np.array_equal(np.asarray(written.data).reshape(b.shape), b)  # not permuted
+    vision = "base_model.model.model.vision_tower.vision_model.encoder.layers.0.mlp.fc1."
+    tensors = {
+        vision + "lora_A.weight": tensors[prefix + "self_attn.q_proj.lora_A.weight"],
+        vision + "lora_B.weight": tensors[prefix + "self_attn.q_proj.lora_B.weight"],
+    }
+    save_file(tensors, str(adapter / "adapter_model.safetensors"))
+    with pytest.raises(ConfigError, match=r"no llama\.cpp gemma3 tensor"):
+        export_gguf(adapter, tmp_path / "b.gguf")
 
 
 def test_llamacpp_address_takes_a_lora(tmp_path):
