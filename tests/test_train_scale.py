@@ -94,6 +94,7 @@ def test_two_micro_batches_of_two_train_as_one_batch_of_four(base, four, tmp_pat
         runs[name] = result
     one, accum = runs["one"].card, runs["accum"].card
     assert accum["hyperparameters"]["grad_accum"] == 2
+    assert accum["effective_batch_tokens"] == one["effective_batch_tokens"] == 4 * longest
     assert accum["data"]["seen"]["samples"] == one["data"]["seen"]["samples"] == 16
     losses_one = [loss for _, loss in one["loss_history"]]
     losses_accum = [loss for _, loss in accum["loss_history"]]

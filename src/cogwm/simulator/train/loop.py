@@ -8,7 +8,8 @@ resumed ends with the same weights as one that was never interrupted (on one pro
 several, each process's dropout draws are not restored exactly).
 
 accelerate's ``Accelerator`` places the model, so the same command trains on a CPU, one GPU, or
-several GPUs under ``accelerate launch`` (batches are dealt round-robin to the processes).
+several GPUs under ``accelerate launch`` (batches are dealt round-robin to the processes, and
+with ``--grad-accum N`` each process takes N of them per optimizer step).
 """
 
 from __future__ import annotations
@@ -427,6 +428,7 @@ def _card(
         ),
         "run_hash": run_hash,
         "world_size": plan.world,
+        "effective_batch_tokens": config.batch_tokens * config.grad_accum * plan.world,
         "steps": plan.total,
         "tokens_seen": int(tokens),
         "tokens_per_s": round(tokens / seconds, 1) if seconds else None,
