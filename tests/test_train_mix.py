@@ -206,3 +206,23 @@ def test_step_plan_deals_epochs_round_robin_and_wraps_the_last_step():
     assert len(list(two.dealt())) == 1004 + len(batches[0].positions)
     steps = StepPlan(_stream(index), config.model_copy(update={"max_steps": 178}), 1)
     assert steps.batch(177, 0).epoch == 1  # past the first epoch, into the second
+
+
+def test_step_plan_gives_each_step_the_same_batches_however_split():
+    # Catches: micro-batches of one step overlapping the next step's, a step count that ignores
+    # --grad-accum, and accumulation dealing other batches than the same number of processes.
+    from cogwm.simulator.train.loop import StepPlan
+
+    index = _index({"a": 704, "b": 300})  # 173 batches
+    config = TrainConfig(samples=Path("s"), base="b", out=Path("o"), epochs=1)
+    accumulated = StepPlan(_stream(index), config.model_copy(update={"grad_accum": 3}), world=2)
+    batches = accumulated.stream.batches[:173]
+    assert accumulated.total == 29  # ceil(173 / (3 x 2))
+    assert accumulated.batch(4, 1, 2) == batches[4 * 6 + 2 * 2 + 1]
+    assert accumulated.micro_batches(28, 0)[-1] == batches[(28 * 6 + 4) % 173]  # wraps round
+    assert sorted(set(accumulated.dealt())) == list(range(1004))
+    processes = StepPlan(_stream(index), config, world=2)
+    two_micro = StepPlan(_stream(index), config.model_copy(update={"grad_accum": 2}), world=1)
+    for step in range(processes.total):
+        by_processes = [processes.batch(step, rank) for rank in range(2)]
+        assert two_micro.micro_batches(step, 0) == by_processes

@@ -2,9 +2,11 @@
 
 On several GPUs the same command runs under accelerate::
 
-    accelerate launch --num_processes 4 -m cogwm.cli.main train --samples S --base B --out A
+    accelerate launch --config_file examples/accelerate/ddp.yaml -m cogwm train \
+        --samples S --base B --out A
 
-(``--num_processes 1 --cpu`` runs it on the CPU the same way).
+(``--num_processes 1 --cpu`` runs it on the CPU the same way; ``examples/accelerate/`` has the
+single-GPU, DDP and FSDP configurations).
 """
 
 from __future__ import annotations
@@ -61,6 +63,14 @@ def train(
     batch_tokens: Annotated[
         int, typer.Option(min=16, help="Padded tokens per batch (length-bucketed batches).")
     ] = 4096,
+    grad_accum: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Micro-batches per optimizer step: the effective batch is --batch-tokens x "
+            "this x processes.",
+        ),
+    ] = 1,
     max_length: Annotated[
         int, typer.Option(min=16, help="Samples longer than this (tokens) are left out.")
     ] = 2048,
@@ -114,6 +124,22 @@ def train(
             help="bf16 mixed precision: faster on GPUs and CPUs with bf16 instructions.",
         ),
     ] = False,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            help="Precision of the frozen base: fp32 (default), bf16 or fp16 (CUDA); the LoRA "
+            "stays fp32.",
+            show_default=False,
+        ),
+    ] = None,
+    quantize: Annotated[
+        str | None,
+        typer.Option(
+            help="4bit: QLoRA, the base in NF4 with double quantization, computing in bf16 "
+            "(CUDA and bitsandbytes: the 'gpu' extra).",
+            show_default=False,
+        ),
+    ] = None,
     gguf: Annotated[
         bool, typer.Option("--gguf", help="Also write ADAPTER/adapter.gguf for llama.cpp.")
     ] = False,
@@ -130,12 +156,16 @@ def train(
     if objective not in ("joint", "utt-only"):
         raise ConfigError(f"--objective must be joint or utt-only, not {objective!r}")
     require_resumable(out, resume=resume)
-    from cogwm.simulator.train.config import TrainConfig
+    from cogwm.simulator.train.config import BASE_DTYPES, QUANTIZE_MODES, TrainConfig
     from cogwm.simulator.train.loop import train as run
     from cogwm.simulator.train.mix import CORPUS_MIXES
 
     if corpus_mix not in CORPUS_MIXES:
         raise ConfigError(f"--corpus-mix must be {' or '.join(CORPUS_MIXES)}, not {corpus_mix!r}")
+    if dtype is not None and dtype not in BASE_DTYPES:
+        raise ConfigError(f"--dtype must be {', '.join(BASE_DTYPES)}, not {dtype!r}")
+    if quantize is not None and quantize not in QUANTIZE_MODES:
+        raise ConfigError(f"--quantize must be {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
     if not 0 < neutral_keep <= 1:  # NaN fails too
         raise ConfigError(f"--neutral-keep must be in (0, 1], not {neutral_keep:g}")
 
@@ -149,6 +179,7 @@ def train(
         state_weight=state_weight,
         lr=lr,
         batch_tokens=batch_tokens,
+        grad_accum=grad_accum,
         max_length=max_length,
         corpus_mix=corpus_mix,
         neutral_keep=neutral_keep,
@@ -163,6 +194,8 @@ def train(
         cpu=cpu,
         gradient_checkpointing=gradient_checkpointing,
         bf16=bf16,
+        dtype=dtype,
+        quantize=quantize,
         val_samples=val_samples,
     )
     result = run(config, resume=resume, show_progress=not quiet and not as_json)

@@ -5,11 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogwm.simulator.train.data import Objective
 from cogwm.simulator.train.mix import DATA_ORDER, CorpusMix
+
+#: How the base model's weights are held: fp32, or bf16/fp16 (half the memory; GPUs).
+BaseDtype = Literal["fp32", "bf16", "fp16"]
+BASE_DTYPES: tuple[BaseDtype, ...] = ("fp32", "bf16", "fp16")
+#: Quantization of the frozen base: 4-bit NF4 with double quantization (QLoRA, bitsandbytes).
+Quantize = Literal["4bit"]
+QUANTIZE_MODES: tuple[Quantize, ...] = ("4bit",)
+#: Settings added after runs were checkpointed with them absent: left out of the run hash while
+#: at their default, so such a checkpoint still resumes.
+_HASHED_ONLY_IF_SET = {"grad_accum": 1, "quantize": None}
 
 
 class TrainConfig(BaseModel):
@@ -28,7 +39,15 @@ class TrainConfig(BaseModel):
     weight_decay: float = Field(default=0.0, ge=0)
     warmup_ratio: float = Field(default=0.03, ge=0, le=1)
     max_grad_norm: float = Field(default=1.0, gt=0)
-    batch_tokens: int = Field(default=4096, ge=16, description="Padded tokens per batch.")
+    batch_tokens: int = Field(
+        default=4096, ge=16, description="Padded tokens per batch (one micro-batch, per process)."
+    )
+    grad_accum: int = Field(
+        default=1,
+        ge=1,
+        description="Micro-batches per optimizer step and process: the effective batch is "
+        "batch_tokens x grad_accum x processes.",
+    )
     max_length: int = Field(default=2048, ge=16, description="Longer samples are left out.")
     corpus_mix: CorpusMix = Field(
         default="proportional",
@@ -60,12 +79,27 @@ class TrainConfig(BaseModel):
         description="bf16 mixed precision (autocast; weights and LoRA stay fp32): faster on "
         "GPUs and on CPUs with bf16 instructions (AVX512-BF16, AMX).",
     )
+    dtype: BaseDtype | None = Field(
+        default=None,
+        description="Precision the frozen base is loaded in (default fp32, bf16 with "
+        "--quantize); the LoRA weights stay fp32.",
+    )
+    quantize: Quantize | None = Field(
+        default=None,
+        description="4bit: QLoRA, the frozen base quantized to NF4 with double quantization "
+        "(bitsandbytes, CUDA only).",
+    )
     threads: int | None = Field(
         default=None, ge=1, description="torch CPU threads (default: torch's, all cores)."
     )
 
     def run_hash(self, manifest: str) -> str:
-        """What a resumed run must share with the interrupted one: data and hyper-parameters."""
+        """What a resumed run must share with the interrupted one: data and hyper-parameters.
+
+        The micro-batches per step and the base's quantization are part of it (they change what
+        a step trains on and what is trained); the precision of a step is not (a run may resume
+        on other hardware).
+        """
         fixed = self.model_dump(
             mode="json",
             exclude={
@@ -77,9 +111,13 @@ class TrainConfig(BaseModel):
                 "threads",
                 "gradient_checkpointing",
                 "bf16",
+                "dtype",
                 "val_samples",
             },
         )
+        for name, default in _HASHED_ONLY_IF_SET.items():
+            if fixed[name] == default:
+                del fixed[name]
         fixed["manifest"] = manifest
         # How draws become batches: a checkpoint of a run that ordered its data otherwise
         # cannot continue this one's order.

@@ -1,9 +1,14 @@
 """A peft LoRA adapter as a GGUF LoRA that llama.cpp applies over the (quantized) base model.
 
-llama.cpp stores the q and k projections of Llama-family models with their rows permuted (the
-order its rotary embedding expects; llama.cpp's converter does this to every q/k weight). A LoRA
+Architectures: Llama, Qwen2, Qwen3, Gemma, Gemma 2 and Gemma 3. Tensor names come from the
+``gguf`` package's name map of the base's GGUF architecture (``blk.N.attn_q.weight`` ...).
+
+llama.cpp stores the q and k projections of Llama models with their rows permuted (the order its
+rotary embedding expects; llama.cpp's converter does this to every Llama q/k weight). A LoRA
 delta ``B @ A`` must be permuted the same way, which means permuting the rows of ``B`` only (``A``
 acts on the input side). Without it the adapter loads fine and changes the outputs wrongly.
+Qwen and Gemma use the rotary layout transformers uses (NeoX), so their weights are stored as
+they are. Gemma's norm weights are stored plus one by the converter; a LoRA never touches norms.
 
 llama.cpp scales the delta by ``alpha / r`` (r read from the tensors), as peft does without rsLoRA;
 rsLoRA, per-module ranks, and adapters on the embeddings or the output head are refused.
@@ -19,8 +24,18 @@ from typing import Any, Literal
 
 from cogwm.errors import ConfigError, InputError
 
-#: model_type → (gguf architecture, whether q/k rows are permuted as for Llama).
-ARCHITECTURES: dict[str, tuple[str, bool]] = {"llama": ("llama", True)}
+#: transformers model_type → (GGUF architecture name, whether q/k rows are permuted as for
+#: Llama). ``gemma3`` is the multimodal checkpoint, whose text layers carry a
+#: ``language_model.`` prefix that llama.cpp's converter drops.
+ARCHITECTURES: dict[str, tuple[str, bool]] = {
+    "llama": ("llama", True),
+    "qwen2": ("qwen2", False),
+    "qwen3": ("qwen3", False),
+    "gemma": ("gemma", False),
+    "gemma2": ("gemma2", False),
+    "gemma3_text": ("gemma3", False),
+    "gemma3": ("gemma3", False),
+}
 _NAME = re.compile(r"^base_model\.model\.(?P<module>.+)\.lora_(?P<ab>[AB])\.weight$")
 
 
@@ -105,9 +120,10 @@ def export_gguf(
             "serve this adapter with hf:BASE+ADAPTER"
         )
     arch, permuted = ARCHITECTURES[model_type]
-    n_head = int(base["num_attention_heads"])
-    n_kv = int(base.get("num_key_value_heads") or n_head)
-    name_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, int(base["num_hidden_layers"]))
+    text = base.get("text_config") or base  # multimodal checkpoints nest the decoder's config
+    n_head = int(text["num_attention_heads"])
+    n_kv = int(text.get("num_key_value_heads") or n_head)
+    name_map = gguf.get_tensor_name_map(_gguf_arch(gguf, arch), int(text["num_hidden_layers"]))
     pairs = _pairs(load_file(str(adapter / "adapter_model.safetensors")), adapter)
     numpy_dtype = np.float16 if dtype == "f16" else np.float32
 
@@ -117,9 +133,10 @@ def export_gguf(
     writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(adapter_config["lora_alpha"]))
     rank = 0
     for module, (lora_a, lora_b) in sorted(pairs.items()):
-        name = name_map.get_name(module + ".weight", try_suffixes=(".weight",))
+        hf_name = module.replace("model.language_model.", "model.", 1)
+        name = name_map.get_name(hf_name + ".weight", try_suffixes=(".weight",))
         if name is None:
-            raise ConfigError(f"{adapter}: no llama.cpp tensor for {module}")
+            raise ConfigError(f"{adapter}: no llama.cpp {arch} tensor for {module}")
         if permuted and module.endswith("q_proj"):
             lora_b = permute_rows(lora_b, n_head)
         elif permuted and module.endswith("k_proj"):
@@ -134,6 +151,11 @@ def export_gguf(
     return ExportSummary(
         out, 2 * len(pairs), rank, float(adapter_config["lora_alpha"]), out.stat().st_size
     )
+
+
+def _gguf_arch(gguf: Any, name: str) -> Any:
+    """The ``gguf.MODEL_ARCH`` member whose GGUF name is ``name``."""
+    return next(arch for arch, arch_name in gguf.MODEL_ARCH_NAMES.items() if arch_name == name)
 
 
 def _pairs(tensors: dict[str, Any], adapter: Path) -> dict[str, tuple[Any, Any]]:

@@ -8,7 +8,8 @@ resumed ends with the same weights as one that was never interrupted (on one pro
 several, each process's dropout draws are not restored exactly).
 
 accelerate's ``Accelerator`` places the model, so the same command trains on a CPU, one GPU, or
-several GPUs under ``accelerate launch`` (batches are dealt round-robin to the processes).
+several GPUs under ``accelerate launch`` (batches are dealt round-robin to the processes, and
+with ``--grad-accum N`` each process takes N of them per optimizer step).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ from cogwm.simulator.train.mix import (
     select_pool,
 )
 from cogwm.simulator.train.model import (
+    check_precision,
     collate,
     load_lora_model,
     load_trainable_state,
@@ -80,33 +83,64 @@ class TrainResult:
 
 
 class StepPlan:
-    """Which samples each global step trains on (per process): the run's batches
-    (:class:`~cogwm.simulator.train.mix.BatchStream`) dealt round-robin to the processes.
+    """Which samples each optimizer step trains on (per process and micro-batch): the run's
+    batches (:class:`~cogwm.simulator.train.mix.BatchStream`) dealt round-robin to the
+    processes, ``grad_accum`` of them to each process per step.
+
+    Step ``s`` takes the run's batches ``s·W·A`` to ``(s+1)·W·A - 1`` (W processes, A
+    micro-batches): micro-batch ``m`` of process ``r`` is batch ``s·W·A + m·W + r``. So a step
+    trains on the same batches whatever the split between processes and accumulation.
 
     With ``--max-steps`` the batches are planned as the steps need them; with ``--epochs`` the
-    step count (which the learning-rate schedule needs) comes from planning every epoch first.
+    step count (which the learning-rate schedule needs) comes from planning every epoch first;
+    the slots of the last step past the end wrap round to the first batches.
     """
 
     def __init__(self, stream: BatchStream, config: TrainConfig, world: int) -> None:
         self.stream = stream
         self.world = world
+        self.accum = config.grad_accum
         self.wrap: int | None = None  # batches of all epochs; later steps' slots wrap round
         if config.max_steps is not None:
             self.total = config.max_steps
         else:
             self.wrap = stream.plan_epochs(config.epochs)
-            self.total = math.ceil(self.wrap / world)
+            self.total = math.ceil(self.wrap / (world * self.accum))
 
-    def batch(self, step: int, rank: int) -> Batch:
-        """The batch of ``step`` for process ``rank``."""
-        index = step * self.world + rank
+    def batch(self, step: int, rank: int, micro: int = 0) -> Batch:
+        """Micro-batch ``micro`` of ``step`` for process ``rank``."""
+        index = (step * self.accum + micro) * self.world + rank
         return self.stream.get(index % self.wrap if self.wrap else index)
+
+    def micro_batches(self, step: int, rank: int) -> list[Batch]:
+        """Every micro-batch of ``step`` for process ``rank``, in order."""
+        return [self.batch(step, rank, micro) for micro in range(self.accum)]
 
     def dealt(self) -> Iterator[int]:
         """The pool position of every sample the run trains on, in order (all processes)."""
         for step in range(self.total):
-            for rank in range(self.world):
-                yield from self.batch(step, rank).positions
+            for micro in range(self.accum):
+                for rank in range(self.world):
+                    yield from self.batch(step, rank, micro).positions
+
+
+#: accelerate's modes that shard parameters or optimizer states over the processes.
+SHARDED_MODES = ("FSDP", "DEEPSPEED", "MEGATRON_LM")
+
+
+def refuse_sharding(distributed_type: str) -> None:
+    """Refuse a launch that shards the model: LoRA checkpoints and the adapter are written from
+    the main process's parameters and optimizer, which would then hold only its shard.
+
+    Raises:
+        ConfigError: An FSDP, DeepSpeed or Megatron-LM launch.
+    """
+    if distributed_type.upper() in SHARDED_MODES:
+        raise ConfigError(
+            f"accelerate's {distributed_type} shards the model, and cogwm train saves the LoRA "
+            "from one process: launch with examples/accelerate/ddp.yaml (data parallel; a "
+            "4-bit or bf16 base up to 14B parameters fits on each 80 GB GPU)"
+        )
 
 
 def linear_schedule(total: int, warmup_ratio: float) -> Callable[[int], float]:
@@ -189,6 +223,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     samples_file = config.samples / "train.jsonl"
     if not samples_file.is_file():  # before torch loads and a GGUF base is converted (~40 s)
         raise InputError(f"{samples_file}: file not found")
+    check_precision(config)  # before a base is converted or loaded
     import torch
     from accelerate import Accelerator
     from transformers import AutoTokenizer
@@ -201,6 +236,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     # Precision is how a step is computed, not what is trained: a run may resume under another
     # precision (e.g. moved from a CPU to a GPU), so it is not part of the run hash.
     accelerator = Accelerator(cpu=config.cpu, mixed_precision="bf16" if config.bf16 else "no")
+    refuse_sharding(str(accelerator.distributed_type.value))
     with accelerator.main_process_first():
         base_dir = resolve_base(config.base)
     if finished is not None:
@@ -213,7 +249,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
 
     random.seed(config.seed)
     torch.manual_seed(config.seed)
-    peft_model = load_lora_model(base_dir, config)
+    peft_model = load_lora_model(base_dir, config, accelerator.device)
     params = [p for p in peft_model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     pool_size = sum(len(positions) for positions in data.pool.values())
@@ -259,14 +295,15 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
 
     with _progress(show_progress and accelerator.is_main_process, plan.total, start) as bar:
         for step in range(start, plan.total):
-            batch = plan.batch(step, accelerator.process_index)
+            batches = plan.micro_batches(step, accelerator.process_index)
             t0 = time.monotonic()
             loss, tokens = _train_step(
                 module, optimizer, scheduler, accelerator, params, config,
-                collate(data.encodings(batch), pad_id, accelerator.device),
+                [collate(data.encodings(b), pad_id, accelerator.device) for b in batches],
             )  # fmt: skip
             elapsed = time.monotonic() - t0
-            record = {"step": step + 1, "epoch": batch.epoch, "loss": loss, "tokens": tokens}
+            epoch = batches[-1].epoch
+            record = {"step": step + 1, "epoch": epoch, "loss": loss, "tokens": tokens}
             history.append({**record, "s": elapsed})
             bar(step + 1, loss, tokens / max(elapsed, 1e-9))
             now = time.monotonic()
@@ -327,17 +364,29 @@ def _train_step(
     accelerator: Any,
     params: list[Any],
     config: TrainConfig,
-    batch: dict[str, Any],
+    micro_batches: list[dict[str, Any]],
 ) -> tuple[float, int]:
+    """One optimizer step over this process's micro-batches; (weighted mean loss, tokens).
+
+    Each micro-batch's loss sum is divided by the target weight of all of them, so the summed
+    gradients are those of one batch holding every micro-batch (not a mean of per-batch means).
+    Gradients are synchronised between processes on the last micro-batch only.
+    """
     module.train()
-    loss_sum, weight_sum = module(**batch)
-    loss = loss_sum / weight_sum.clamp_min(1e-8)
-    accelerator.backward(loss)
+    total_weight = sum(float(b["weights"].sum()) for b in micro_batches)
+    loss_value = 0.0
+    for number, batch in enumerate(micro_batches, start=1):
+        sync = accelerator.no_sync(module) if number < len(micro_batches) else nullcontext()
+        with sync:
+            loss_sum, _ = module(**batch)
+            loss = loss_sum / max(total_weight, 1e-8)
+            accelerator.backward(loss)
+        loss_value += float(loss.detach())
     accelerator.clip_grad_norm_(params, config.max_grad_norm)
     optimizer.step()
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
-    return float(loss.detach()), int(batch["attention_mask"].sum())
+    return loss_value, sum(int(b["attention_mask"].sum()) for b in micro_batches)
 
 
 def _resume_state(
@@ -379,6 +428,7 @@ def _card(
         ),
         "run_hash": run_hash,
         "world_size": plan.world,
+        "effective_batch_tokens": config.batch_tokens * config.grad_accum * plan.world,
         "steps": plan.total,
         "tokens_seen": int(tokens),
         "tokens_per_s": round(tokens / seconds, 1) if seconds else None,

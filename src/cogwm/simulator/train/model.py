@@ -8,10 +8,12 @@ does all of it, so accelerate's distributed wrapper sees every parameter used.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cogwm.errors import ConfigError
 from cogwm.simulator.train.config import TrainConfig
 from cogwm.simulator.train.data import Encoded
 
@@ -19,15 +21,62 @@ if TYPE_CHECKING:
     import torch
 
 
-def load_lora_model(base_dir: Path, config: TrainConfig) -> Any:
-    """The base model in fp32 with a fresh LoRA on every linear layer but the output head."""
+#: torch dtype names of ``--dtype``.
+_TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def check_precision(config: TrainConfig) -> None:
+    """Refuse, before any model is loaded, a precision this machine cannot train in.
+
+    Raises:
+        ConfigError: ``--quantize`` without a CUDA GPU (or with ``--cpu``) or without
+            bitsandbytes; ``--dtype fp16`` without a CUDA GPU; fp32 with ``--quantize``.
+    """
+    import torch
+
+    cuda = torch.cuda.is_available() and not config.cpu
+    if config.quantize is not None:
+        if not cuda:
+            raise ConfigError(
+                f"--quantize {config.quantize} needs a CUDA GPU (bitsandbytes' 4-bit kernels); "
+                "none is in use here: leave --quantize out to train the full-precision base"
+            )
+        if importlib.util.find_spec("bitsandbytes") is None:
+            raise ConfigError(
+                f"--quantize {config.quantize} needs bitsandbytes: pip install 'cogwm[train,gpu]'"
+            )
+        if config.dtype == "fp32":
+            raise ConfigError("--quantize 4bit computes in bf16 or fp16, not --dtype fp32")
+    if config.dtype == "fp16" and not cuda:
+        raise ConfigError("--dtype fp16 needs a CUDA GPU; use bf16 or fp32 on the CPU")
+
+
+def load_lora_model(base_dir: Path, config: TrainConfig, device: Any = None) -> Any:
+    """The base model with a fresh LoRA on every linear layer but the output head.
+
+    The base is loaded in fp32 unless ``--dtype`` says otherwise; with ``--quantize 4bit`` it
+    is quantized to NF4 with double quantization on ``device`` (QLoRA), computing in bf16
+    (fp16 with ``--dtype fp16``). The LoRA weights are fp32 in every case.
+    """
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    model: Any = AutoModelForCausalLM.from_pretrained(str(base_dir))
-    if config.gradient_checkpointing:
-        # Non-reentrant checkpointing needs no input gradients and replays the dropout draws.
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model: Any = AutoModelForCausalLM.from_pretrained(
+        str(base_dir), **_precision_kwargs(config, device)
+    )
+    # Non-reentrant checkpointing needs no input gradients and replays the dropout draws.
+    checkpointing = {"use_reentrant": False}
+    if config.quantize is not None:
+        from peft import prepare_model_for_kbit_training
+
+        # Norms and the head in fp32, and checkpointing enabled the way k-bit training needs.
+        model = prepare_model_for_kbit_training(  # type: ignore[no-untyped-call]
+            model,
+            use_gradient_checkpointing=config.gradient_checkpointing,
+            gradient_checkpointing_kwargs=checkpointing,
+        )
+    elif config.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpointing)
     lora = LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
@@ -38,7 +87,30 @@ def load_lora_model(base_dir: Path, config: TrainConfig) -> Any:
         bias="none",
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, lora)
+    # autocast_adapter_dtype (peft's default) keeps the LoRA in fp32 over a bf16/fp16 base.
+    return get_peft_model(model, lora, autocast_adapter_dtype=True)
+
+
+def _precision_kwargs(config: TrainConfig, device: Any) -> dict[str, Any]:
+    """``from_pretrained`` arguments for ``--dtype`` and ``--quantize``."""
+    import torch
+
+    if config.quantize is None:
+        dtype = config.dtype or "fp32"
+        return {"dtype": getattr(torch, _TORCH_DTYPES[dtype])}
+    from transformers import BitsAndBytesConfig
+
+    compute = torch.float16 if config.dtype == "fp16" else torch.bfloat16
+    quantization = BitsAndBytesConfig(  # type: ignore[no-untyped-call]
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=compute,
+        # Packed weights stored in the compute dtype, so FSDP can shard them like the rest.
+        bnb_4bit_quant_storage=compute,
+    )
+    # Each process holds its whole quantized copy on its own GPU (DDP).
+    return {"quantization_config": quantization, "dtype": compute, "device_map": {"": device}}
 
 
 def target_loss_module(peft_model: Any) -> Any:
