@@ -40,8 +40,9 @@ from cogwm.arena.prompts import (
 from cogwm.arena.scenarios import COLD_START_ROUNDS, OpeningTurn, Scenario
 from cogwm.arena.termination import Condition
 from cogwm.arena.units import Unit
-from cogwm.errors import InputError
-from cogwm.models.types import CallRecord
+
+# The caps live with the model calls they count; the arena's runner takes them from here.
+from cogwm.models.budget import Budget as Budget
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,57 +51,6 @@ if TYPE_CHECKING:
     from cogwm.arena.windows import Windows
 
     IntArray = npt.NDArray[np.int64]
-
-
-class Budget:
-    """Caps on what one invocation of a run may spend; ``None`` means no cap.
-
-    Raises:
-        InputError: A cap that is not positive.
-    """
-
-    def __init__(self, *, max_cost_usd: float | None = None, max_tokens_total: int | None = None):
-        if max_cost_usd is not None and not max_cost_usd > 0:
-            raise InputError(f"--max-cost-usd must be positive, got {max_cost_usd:g}")
-        if max_tokens_total is not None and max_tokens_total < 1:
-            raise InputError(f"--max-tokens-total must be positive, got {max_tokens_total}")
-        self.max_cost_usd = max_cost_usd
-        self.max_tokens_total = max_tokens_total
-        self.tokens = 0
-        self.cost_usd = 0.0
-        #: Why the run was stopped (which cap, what was spent); None while within the caps.
-        self.reached: str | None = None
-        self._stops: list[Callable[[], None]] = []
-
-    @property
-    def capped(self) -> bool:
-        """Whether any cap is set."""
-        return self.max_cost_usd is not None or self.max_tokens_total is not None
-
-    def charge(self, record: CallRecord) -> None:
-        """Count one model call; the first call that reaches a cap stops the run."""
-        if record.cached:  # a reply from the cache costs nothing
-            return
-        self.tokens += record.prompt_tokens + record.completion_tokens
-        self.cost_usd += record.cost_usd
-        if self.reached is None:
-            self.reached = self._over()
-            if self.reached is not None:
-                for stop in self._stops:
-                    stop()
-
-    def on_reached(self, stop: Callable[[], None]) -> None:
-        """Call ``stop`` when a cap is reached (at once if one already is)."""
-        self._stops.append(stop)
-        if self.reached is not None:
-            stop()
-
-    def _over(self) -> str | None:
-        if self.max_tokens_total is not None and self.tokens >= self.max_tokens_total:
-            return f"{self.tokens:,} tokens spent, --max-tokens-total {self.max_tokens_total:,}"
-        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return f"${self.cost_usd:.4f} spent, --max-cost-usd {self.max_cost_usd:g}"
-        return None
 
 
 # ------------------------------------------------------------------------------ the estimate

@@ -92,13 +92,13 @@ def run_command(
     ] = False,
 ) -> None:
     """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
-    from cogwm.arena.budget import Budget
     from cogwm.arena.config import load_config
     from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.arena.preflight import preflight, preflight_network
     from cogwm.arena.runner import refuse_opening, run_arena
     from cogwm.arena.units import Shard
     from cogwm.errors import CogwmError
+    from cogwm.models.budget import Budget
     from cogwm.store import RunStore, stored_run
 
     require_resumable(db, resume=resume)
