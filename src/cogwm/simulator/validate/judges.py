@@ -145,9 +145,9 @@ async def _intent(model: Model, dialogue: JudgedDialogue, seed: int) -> bool | N
     """The arena's intent detector, asked about the conversation cut as ``dialogue`` says."""
     from cogwm.arena.config import ModelConfig
     from cogwm.arena.participants import IntentDetector
-    from cogwm.arena.termination import Phase
-    from cogwm.arena.transcript import ArenaTurn
     from cogwm.schema import Role
+    from cogwm.schema.termination import Phase
+    from cogwm.schema.transcript import ArenaTurn
 
     turns = [
         ArenaTurn(index=i, round=0, role=Role(role), phase=Phase.SIMULATED, text=text)
