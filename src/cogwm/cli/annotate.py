@@ -139,7 +139,7 @@ def run_command(
 
 def _own_dialogues(path: Path) -> list[Dialogue]:
     """The dialogues of a user's JSONL file (the arena's scenario-file format)."""
-    from cogwm.arena.scenarios import read_dialogues
+    from cogwm.corpora.dialogue_file import read_dialogues
     from cogwm.errors import InputError
 
     dialogues = read_dialogues(path)
