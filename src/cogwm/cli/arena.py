@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from cogwm.arena.config import ArenaConfig
-    from cogwm.arena.sensitivity import TaskResult
     from cogwm.arena.units import Shard
+    from cogwm.validate.sensitivity import TaskResult
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
 ResamplesOption = Annotated[
@@ -403,9 +403,9 @@ def sensitivity_command(
     state follow how it is treated? Beside it, the rule simulator (a sentiment meter)."""
     import os
 
-    from cogwm.arena import sensitivity as check
     from cogwm.cli.common import DATA_DIR_ENV
     from cogwm.errors import InputError
+    from cogwm.validate import sensitivity as check
 
     if rule_k <= 0:
         raise InputError(f"--rule-k must be above 0, got {rule_k:g}")
@@ -454,7 +454,7 @@ def sensitivity_command(
 def _sensitivity_table(results: list[TaskResult]) -> Table:
     from rich.table import Table
 
-    from cogwm.arena.sensitivity import AGENTS, CONTRASTS, interval_text, signed_text
+    from cogwm.validate.sensitivity import AGENTS, CONTRASTS, interval_text, signed_text
 
     table = Table(title="Arena sensitivity: paired CTS differences over scenarios (95% CI)")
     for column in ("task", "simulator", *(f"CTS {a}" for a in AGENTS)):

@@ -20,9 +20,11 @@ from cogwm import tasks
 from cogwm.metrics.trajectory import composite
 from cogwm.schema import CognitiveState
 from cogwm.simulator.counterfactual_bank import CONDITIONS, TASK_CORPORA, Bank, load_bank
-from cogwm.simulator.validate.card import Check, PartInfo
-from cogwm.simulator.validate.figures import Settings
-from cogwm.simulator.validate.items import (
+from cogwm.stats.means import mean_estimate
+from cogwm.validate.card import Check, PartInfo
+from cogwm.validate.figures import Settings
+from cogwm.validate.inputs import Reading
+from cogwm.validate.items import (
     Heldout,
     Item,
     Population,
@@ -30,9 +32,7 @@ from cogwm.simulator.validate.items import (
     esconv_populations,
     p4g_populations,
 )
-from cogwm.simulator.validate.parts import sample_items, valence_score
-from cogwm.simulator.validate.reader import Reading
-from cogwm.stats.means import mean_estimate
+from cogwm.validate.parts import sample_items, valence_score
 
 #: The card part that runs this check.
 COUNTERFACTUAL = "counterfactual"

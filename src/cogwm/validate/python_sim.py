@@ -20,8 +20,8 @@ from cogwm import tasks
 from cogwm.errors import CogwmError, InputError
 from cogwm.schema import Profile, Role, TaskSpec
 from cogwm.simulator.format import Mode, WorldModelInput
-from cogwm.simulator.validate.items import Item
-from cogwm.simulator.validate.reader import Reading, world_model_input
+from cogwm.validate.inputs import Reading, world_model_input
+from cogwm.validate.items import Item
 
 if TYPE_CHECKING:
     from cogwm.arena.simulators import PythonSimulator
