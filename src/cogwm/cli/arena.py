@@ -181,8 +181,7 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
     from rich.table import Table
 
     from cogwm.arena.budget import estimate
-    from cogwm.arena.runner import planned_units
-    from cogwm.arena.units import shard_units
+    from cogwm.arena.units import planned_units, shard_units
     from cogwm.arena.windows import resolve_windows
 
     everything = planned_units(config)

@@ -30,7 +30,7 @@ from cogwm.validate.compare import (
 from cogwm.validate.items import HELDOUT_RULES, Heldout
 
 if TYPE_CHECKING:
-    from cogwm.arena.simulators import PythonSimulator
+    from cogwm.arena.factories import PythonSimulator
     from cogwm.models.model import Model
 
 

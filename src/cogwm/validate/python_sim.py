@@ -24,7 +24,7 @@ from cogwm.validate.inputs import Reading, world_model_input
 from cogwm.validate.items import Item
 
 if TYPE_CHECKING:
-    from cogwm.arena.simulators import PythonSimulator
+    from cogwm.arena.factories import PythonSimulator
     from cogwm.schema.transcript import ArenaTurn
 
 #: The transition model's Python simulator (``transition:FILE`` addresses).
@@ -40,7 +40,7 @@ def load_simulator(address: str) -> PythonSimulator:
         InputError: Another kind of address.
         ConfigError: The factory cannot be imported or built, or the file cannot be read.
     """
-    from cogwm.arena.simulators import python_simulator
+    from cogwm.arena.factories import python_simulator
 
     kind, _, rest = address.partition(":")
     if kind == "python" and ":" in rest:

@@ -34,7 +34,7 @@ from cogwm.validate.inputs import Reading, world_model_input
 from cogwm.validate.items import Item
 
 if TYPE_CHECKING:
-    from cogwm.arena.simulators import PythonSimulator
+    from cogwm.arena.factories import PythonSimulator
 
 #: How the simulator is called: ``joint`` (one structured call for state and utterance, the world
 #: model), ``dual`` (a plain call writes the utterance, a second call reads the state from it in

@@ -65,7 +65,7 @@ from cogwm.validate.reader import check_pipeline, read_items
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from cogwm.arena.simulators import PythonSimulator
+    from cogwm.arena.factories import PythonSimulator
 
     #: What a card measures: a model, or a Python simulator that sets the state (prediction mode).
     Simulator: TypeAlias = Model | PythonSimulator
