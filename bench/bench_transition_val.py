@@ -25,14 +25,14 @@ import asyncio
 from pathlib import Path
 
 from cogwm.annotate.human import extensions
-from cogwm.simulator.validate import counterfactual as cf
-from cogwm.simulator.validate.baselines import fit_rules, state_figures
-from cogwm.simulator.validate.card import Check, Figure
-from cogwm.simulator.validate.figures import Scope, Settings
-from cogwm.simulator.validate.items import Heldout, Item, heldout_from_manifest
-from cogwm.simulator.validate.parts import PARTS, sample_items, union
-from cogwm.simulator.validate.python_sim import load_simulator
-from cogwm.simulator.validate.reader import read_items
+from cogwm.validate import counterfactual as cf
+from cogwm.validate.baselines import fit_rules, state_figures
+from cogwm.validate.card import Check, Figure
+from cogwm.validate.figures import Scope, Settings
+from cogwm.validate.items import Heldout, Item, heldout_from_manifest
+from cogwm.validate.parts import PARTS, sample_items, union
+from cogwm.validate.python_sim import load_simulator
+from cogwm.validate.reader import read_items
 
 #: The valence figure's keys printed.
 VALENCE_KEYS = ("valence_auroc",)

@@ -229,7 +229,7 @@ def test_profile_annotator_is_used_when_asked(
     def no_profile(task: Any, count: int, source: Any, **_: Any) -> list[Scenario]:
         return bare[:count]
 
-    monkeypatch.setattr("cogwm.arena.runner.select_scenarios", no_profile)
+    monkeypatch.setattr("cogwm.arena.units.select_scenarios", no_profile)
     _run(tmp_path / "a.sqlite", config(tasks=["ESC"], annotate_profiles=True))
     _run(tmp_path / "n.sqlite", config(tasks=["ESC"]))
     for name, source in (("a.sqlite", "annotator"), ("n.sqlite", "default")):

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from cogwm.arena import sensitivity as check
 from cogwm.arena.config import config_hash, parse_config
 from cogwm.arena.scripted import SCRIPTS, Hostile, PersuaderHostile, Supportive
 from cogwm.errors import ConfigError, InputError
 from cogwm.models import register_fake, unregister_fake
 from cogwm.models.types import Message
 from cogwm.simulator.rule import SentimentMeter
-from cogwm.simulator.validate.card import Check, read_card
+from cogwm.validate import sensitivity as check
+from cogwm.validate.card import Check, read_card
 from helpers_cli import cogwm
 
 COPY = "copy-machine"
@@ -312,7 +312,7 @@ def test_validate_then_sensitivity_then_the_status_says_passed(
 ) -> None:
     """The documented workflow: ``validate --out`` registers a card without the check, a later
     ``arena sensitivity`` (no --card) registers its checks, and the status reads both."""
-    from cogwm.simulator.validate.status import CheckState, simulator_status
+    from cogwm.validate.status import CheckState, simulator_status
     from helpers_validate import write_corpora
 
     monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))

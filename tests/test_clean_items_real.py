@@ -23,8 +23,8 @@ from cogwm.simulator.splits import (
     plan_splits,
     survey_outcome,
 )
-from cogwm.simulator.validate.groups import esconv_groups
-from cogwm.simulator.validate.items import (
+from cogwm.validate.groups import esconv_groups
+from cogwm.validate.items import (
     Heldout,
     annomi_population,
     clean_test,

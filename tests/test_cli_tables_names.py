@@ -300,7 +300,7 @@ def test_items_and_stores_that_say_pfg_are_still_read(
 
 def test_former_and_corpus_names_are_accepted_as_input() -> None:
     from cogwm import tasks
-    from cogwm.simulator.validate.run import check_parts
+    from cogwm.validate.run import check_parts
 
     assert tasks.get("PFG").name == tasks.get("pd").name == "PD"
     assert check_parts(["persuasionforgood", "p4g", "annomi"]) == ["persuasionforgood", "annomi"]
@@ -403,7 +403,7 @@ def test_annotate_quality_in_a_log_keeps_long_figures_and_notes_whole(
 def test_validate_cards_that_name_the_part_p4g_are_still_read(
     world: dict[str, Path], tmp_path: Path
 ) -> None:
-    from cogwm.simulator.validate import read_card
+    from cogwm.validate import read_card
 
     data = json.loads(world["card"].read_text())
     data["parts"][0]["name"] = "p4g"

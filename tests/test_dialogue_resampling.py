@@ -18,12 +18,19 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cogwm.annotate.quality import _figure, accuracy_of
+from cogwm.arena.run_data import ConversationData
 from cogwm.metrics.task import good_outcome_rate
-from cogwm.report.data import ConversationData
 from cogwm.report.tables import _bootstrap as report_bootstrap
-from cogwm.simulator.validate.card import Figure
-from cogwm.simulator.validate.compare import _paired
-from cogwm.simulator.validate.figures import (
+from cogwm.stats.bootstrap import (
+    auroc_interval,
+    bootstrap_ci_of_groups,
+    cluster_bootstrap,
+    paired_difference,
+)
+from cogwm.stats.means import mean_estimate, paired_bootstrap, scenario_table
+from cogwm.validate.card import Figure
+from cogwm.validate.compare import _paired
+from cogwm.validate.figures import (
     Scope,
     Settings,
     accuracy_figure,
@@ -32,15 +39,8 @@ from cogwm.simulator.validate.figures import (
     mae_figure,
     utterance_figures,
 )
-from cogwm.simulator.validate.groups import gate_vs_best
-from cogwm.simulator.validate.judges import JudgedDialogue, judge_figures
-from cogwm.stats.bootstrap import (
-    auroc_interval,
-    bootstrap_ci_of_groups,
-    cluster_bootstrap,
-    paired_difference,
-)
-from cogwm.stats.means import mean_estimate, paired_bootstrap, scenario_table
+from cogwm.validate.groups import gate_vs_best
+from cogwm.validate.judges import JudgedDialogue, judge_figures
 
 DIALOGUES = 20
 ITEMS = 10

@@ -211,7 +211,7 @@ def test_carry_policy_changes_empty_dimensions(db: Path) -> None:
 
 
 def test_pass_k_needs_every_trial_good() -> None:
-    from cogwm.report.data import ConversationData
+    from cogwm.arena.run_data import ConversationData
     from cogwm.report.tables import pass_k
 
     def conv(scenario: str, trial: int, go: bool | None) -> ConversationData:

@@ -25,8 +25,8 @@ from cogwm.schema import BigFive, CognitiveState, Emotion, Profile, StateItem
 from cogwm.simulator.format import WorldModelInput, build_messages
 from cogwm.simulator.samples import Sample, read_samples, write_samples
 from cogwm.simulator.simulate import RunSettings, ablated_messages, run_predictions
-from cogwm.simulator.validate.items import Item
-from cogwm.simulator.validate.reader import world_model_input
+from cogwm.validate.items import Item
+from cogwm.validate.reader import world_model_input
 from helpers_cli import cogwm
 
 runner = CliRunner()

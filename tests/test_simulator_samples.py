@@ -337,8 +337,8 @@ def test_understand_samples_are_what_validate_asks_in_understanding_mode() -> No
     # Catches: understanding-mode training prompts drifting from the ones `cogwm validate` asks
     # (a model would be trained on one prompt and scored on another), a target that still holds
     # the utterance, and an understanding sample for a turn with nothing known.
-    from cogwm.simulator.validate.items import Item
-    from cogwm.simulator.validate.reader import world_model_input
+    from cogwm.validate.items import Item
+    from cogwm.validate.reader import world_model_input
 
     item = _labelled()
     built = [b.sample for b in dialogue_samples(item, "train", understand=True)]

@@ -16,8 +16,9 @@ from cogwm.arena.config import parse_config
 from cogwm.arena.runner import run_arena
 from cogwm.report import build_report, load_run, render, to_json
 from cogwm.report.tables import ArenaReport
-from cogwm.simulator.validate.card import Card, Check, write_card
-from cogwm.simulator.validate.status import (
+from cogwm.store import RunStore
+from cogwm.validate.card import Card, Check, write_card
+from cogwm.validate.status import (
     CheckState,
     SimulatorStatus,
     check_statuses,
@@ -26,7 +27,6 @@ from cogwm.simulator.validate.status import (
     separation,
     simulator_status,
 )
-from cogwm.store import RunStore
 from helpers_arena import FAKE_NAME, config, register
 from helpers_cli import cogwm
 
@@ -296,7 +296,7 @@ def test_a_passing_card_says_separated_from_20_scenarios(
 
 def test_shipped_cards_are_looked_for_beside_the_shipped_adapters() -> None:
     from cogwm.models.llamacpp import ADAPTER_ALIASES, adapter_alias_folder
-    from cogwm.simulator.validate.status import SHIPPED_CARD, shipped_cards_root
+    from cogwm.validate.status import SHIPPED_CARD, shipped_cards_root
 
     folder = adapter_alias_folder(ADAPTER_ALIASES["smollm2-wm"])
     assert folder.parent == shipped_cards_root() and (folder / "adapter.gguf").is_file()
@@ -308,7 +308,7 @@ def test_the_shipped_card_lookup_reads_a_card_in_a_world_models_folder(
 ) -> None:
     """A card file placed beside a shipped model is found by the default lookup (no folder
     given), with its checks."""
-    from cogwm.simulator.validate import status as status_module
+    from cogwm.validate import status as status_module
 
     root = tmp_path / "world_models"
     monkeypatch.setattr(status_module, "shipped_cards_root", lambda: root)
@@ -340,7 +340,7 @@ def test_a_card_file_is_parsed_once_until_it_changes(
     """The live page polls the status: an unchanged card file is not read again."""
     import os
 
-    from cogwm.simulator.validate import status as status_module
+    from cogwm.validate import status as status_module
 
     path = register_card(_card([_check("arena_sensitivity", True)]))
     calls: list[Path] = []

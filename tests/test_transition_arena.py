@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cogwm.arena import sensitivity as check
 from cogwm.errors import ConfigError
 from cogwm.simulator.transition.fit import Settings, fit_model
 from cogwm.simulator.transition.model import save_model
 from cogwm.simulator.transition.simulator import TransitionSimulator
+from cogwm.validate import sensitivity as check
 from test_transition_model import _rows
 
 FACTORY = "python:cogwm.simulator.transition.simulator:TransitionSimulator"

@@ -15,9 +15,9 @@ from cogwm.schema import CognitiveState, Emotion, StateItem
 from cogwm.simulator.build import Source, build_samples
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.rule import SentimentMeter, nearest_emotion
-from cogwm.simulator.validate import build_card
-from cogwm.simulator.validate.items import Item, dailydialog_population
-from cogwm.simulator.validate.python_sim import load_simulator, read_python_items
+from cogwm.validate import build_card
+from cogwm.validate.items import Item, dailydialog_population
+from cogwm.validate.python_sim import load_simulator, read_python_items
 from helpers_cli import cogwm
 from helpers_validate import write_corpora
 

@@ -31,8 +31,9 @@ from cogwm.schema import CognitiveState, Emotion, StateItem
 from cogwm.schema.lexicon import valence
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import task_for_corpus
-from cogwm.simulator.validate import Card, build_card, compare, text_rows, to_csv
-from cogwm.simulator.validate.baselines import (
+from cogwm.stats.bootstrap import IntArray, Settings, cluster_bootstrap, paired_difference
+from cogwm.validate import Card, build_card, compare, text_rows, to_csv
+from cogwm.validate.baselines import (
     RULES,
     FittedRule,
     StateRule,
@@ -42,18 +43,17 @@ from cogwm.simulator.validate.baselines import (
     rule_value,
     vader,
 )
-from cogwm.simulator.validate.card import Figure
-from cogwm.simulator.validate.compare import TRIVIAL_COLUMNS
-from cogwm.simulator.validate.figures import cluster_bootstrap as old_path_bootstrap
-from cogwm.simulator.validate.items import Heldout, Item
-from cogwm.simulator.validate.parts import (
+from cogwm.validate.card import Figure
+from cogwm.validate.compare import TRIVIAL_COLUMNS
+from cogwm.validate.figures import cluster_bootstrap as old_path_bootstrap
+from cogwm.validate.items import Heldout, Item
+from cogwm.validate.parts import (
     DAILYDIALOG_RULES,
     ESCONV_RULES,
     P4G_RULES,
     PARTS,
     split_dialogues,
 )
-from cogwm.stats.bootstrap import IntArray, Settings, cluster_bootstrap, paired_difference
 from helpers_validate import _dd_dialogue
 
 #: How train and validation turns say each emotion: words of their own, which no sentiment
@@ -429,7 +429,7 @@ def test_copying_the_shown_state_on_real_dailydialog(real_data_dir: Path) -> Non
 
 
 def test_an_error_figure_passes_the_gate_when_the_upper_bound_is_below_zero() -> None:
-    from cogwm.simulator.validate.baselines import _gate
+    from cogwm.validate.baselines import _gate
 
     mae = _rule(ESCONV_RULES, "initial_intensity_mae")
     assert not mae.higher_is_better

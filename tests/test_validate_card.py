@@ -25,7 +25,7 @@ from cogwm.errors import InputError
 from cogwm.models import Message, register_fake, unregister_fake
 from cogwm.schema import CognitiveState, Dialogue, Emotion, Role, StateItem, Utterance
 from cogwm.simulator.format import WorldModelInput
-from cogwm.simulator.validate import (
+from cogwm.validate import (
     Card,
     build_card,
     compare,
@@ -33,24 +33,24 @@ from cogwm.simulator.validate import (
     to_csv,
     write_card,
 )
-from cogwm.simulator.validate import run as run_module
-from cogwm.simulator.validate.compare import paired_differences
-from cogwm.simulator.validate.figures import Scope, Settings, utterance_figures
-from cogwm.simulator.validate.items import (
+from cogwm.validate import run as run_module
+from cogwm.validate.compare import paired_differences
+from cogwm.validate.figures import Scope, Settings, utterance_figures
+from cogwm.validate.items import (
     Heldout,
     Item,
     annomi_population,
     dailydialog_population,
 )
-from cogwm.simulator.validate.judges import (
+from cogwm.validate.judges import (
     JudgedDialogue,
     intent_probes,
     judge_all,
     judge_figures,
     judged_transcript,
 )
-from cogwm.simulator.validate.parts import NOT_YET, _score_esconv, _score_p4g
-from cogwm.simulator.validate.reader import Reading
+from cogwm.validate.parts import NOT_YET, _score_esconv, _score_p4g
+from cogwm.validate.reader import Reading
 from helpers_validate import write_corpora
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -538,7 +538,7 @@ def _cli() -> typer.Typer:
 def test_cli_writes_the_card_and_compares(
     scripted_model: models.Model, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cogwm.simulator.validate.status import find_card
+    from cogwm.validate.status import find_card
 
     monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))
     runner = CliRunner()

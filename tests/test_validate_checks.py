@@ -23,22 +23,22 @@ from cogwm.models import Message, Sampling, register_fake, unregister_fake
 from cogwm.schema import Dialogue, Role, Utterance
 from cogwm.schema.labels import AnnoMIMeta
 from cogwm.simulator.splits import annomi_quality_holdout
-from cogwm.simulator.validate import Card, build_card
-from cogwm.simulator.validate.counterfactual import (
+from cogwm.stats.bootstrap import Settings
+from cogwm.validate import Card, build_card
+from cogwm.validate.counterfactual import (
     CONDITIONS,
     TASK_CORPORA,
     history_sets,
     load_bank,
     ordering_score,
 )
-from cogwm.simulator.validate.groups import (
+from cogwm.validate.groups import (
     RULE,
     delta_check,
     esconv_groups,
     trivial_scores,
 )
-from cogwm.simulator.validate.items import Heldout, esconv_populations
-from cogwm.stats.bootstrap import Settings
+from cogwm.validate.items import Heldout, esconv_populations
 from helpers_validate import LOW_QUALITY, write_corpora
 
 
@@ -467,7 +467,7 @@ def test_limit_caps_histories_and_group_dialogues(fakes: None, data_dir: Path) -
 def test_checks_have_a_default_cap_without_limit(
     fakes: None, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cogwm.simulator.validate import run
+    from cogwm.validate import run
 
     assert run.CHECK_DEFAULT_LIMITS == {"counterfactual": 120, "known_groups": None}
     monkeypatch.setitem(run.CHECK_DEFAULT_LIMITS, "counterfactual", 2)

@@ -14,8 +14,8 @@ from cogwm.models.fake import register_fake, unregister_fake
 from cogwm.models.types import Message
 from cogwm.schema import CognitiveState, Emotion
 from cogwm.simulator.format import WorldModelInput
-from cogwm.simulator.validate.items import Item
-from cogwm.simulator.validate.reader import read_items
+from cogwm.validate.items import Item
+from cogwm.validate.reader import read_items
 
 STATE = {"emotion": {"label": "sadness", "intensity": 2}, "beliefs": [], "desires": [],
          "intentions": []}  # fmt: skip

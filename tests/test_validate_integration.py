@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cogwm.simulator.validate import read_card
+from cogwm.validate import read_card
 from helpers_validate import write_corpora
 
 pytestmark = [

@@ -17,9 +17,9 @@ from cogwm.cli.validate import validate
 from cogwm.errors import InputError
 from cogwm.models import Message, register_fake, unregister_fake
 from cogwm.simulator.samples import Sample, write_samples
-from cogwm.simulator.validate import Card, build_card
-from cogwm.simulator.validate.figures import Scope, Settings, memorisation_figure
-from cogwm.simulator.validate.memorisation import NGRAM, NgramIndex, training_index, words
+from cogwm.validate import Card, build_card
+from cogwm.validate.figures import Scope, Settings, memorisation_figure
+from cogwm.validate.memorisation import NGRAM, NgramIndex, training_index, words
 from helpers_validate import write_corpora
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from cogwm.simulator.validate.items import (
+from cogwm.validate.items import (
     DD_LEXICON_LABELS,
     Heldout,
     annomi_population,
@@ -45,7 +45,7 @@ def test_annomi_p4g_esconv_counts(real_data_dir: Path) -> None:
 
 
 def test_judge_sets_on_the_real_corpora(real_data_dir: Path) -> None:
-    from cogwm.simulator.validate.judges import judge_sets
+    from cogwm.validate.judges import judge_sets
 
     sets = judge_sets(real_data_dir, Heldout("all"))
     _, p4g = sets["good_outcome_p4g"]

@@ -24,7 +24,7 @@ from cogwm.simulator.splits import (
     forced_holdouts,
     plan_splits,
 )
-from cogwm.simulator.validate.items import (
+from cogwm.validate.items import (
     Heldout,
     annomi_population,
     held_out,
@@ -161,7 +161,7 @@ def test_the_smollm2_wm_known_groups_hold_no_annomi_session_it_trained_on(
 ) -> None:
     # Catches: the MI known-groups check taking the quality hold-out whole, 22 of whose 24
     # sessions were in the shipped model's train split.
-    from cogwm.simulator.validate.groups import annomi_groups
+    from cogwm.validate.groups import annomi_groups
 
     heldout = heldout_from_manifest(SHIPPED)
     sessions = [ld.dialogue for ld in labelled_dialogues("annomi", real_data_dir)]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from cogwm import tasks
+from cogwm.arena.run_data import ConversationData
 from cogwm.metrics.trajectory import composite_series
 from cogwm.report import build_report, load_run
-from cogwm.report.data import ConversationData
 from cogwm.schema import CognitiveState
 from cogwm.store import RunStore
 from cogwm.web.figures import curves
@@ -257,8 +257,8 @@ def test_the_report_names_the_simulated_user_and_withholds_separation(html: str)
 def test_a_passing_card_gives_the_verdicts_back(
     run_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cogwm.simulator.validate import status
-    from cogwm.simulator.validate.card import Card, Check
+    from cogwm.validate import status
+    from cogwm.validate.card import Card, Check
 
     monkeypatch.setenv("COGWM_CARDS_DIR", str(tmp_path / "cards"))
     # A passing check on every task of the run (ESC and PD): trust is per task.

@@ -165,7 +165,7 @@ def test_llama_cpp_applies_the_shipped_lora() -> None:
 def test_the_shipped_card_is_the_world_models_and_reports_finds_it() -> None:
     """The card shipped beside the adapter: its arena-sensitivity checks on both tasks (failed,
     20 scenarios each), and the quickstart's status line finds it by the model's identity."""
-    from cogwm.simulator.validate.card import read_card
+    from cogwm.validate.card import read_card
 
     card = read_card(FOLDER / "card.json")
     assert card.model == WORLD_MODEL and card.ablation == "none" and card.pipeline == "joint"
@@ -174,7 +174,7 @@ def test_the_shipped_card_is_the_world_models_and_reports_finds_it() -> None:
     assert all(c.n >= 20 and c.n_failed == 0 and c.passed is False for c in sensitivity.values())
     _needs_base()
     from cogwm.models import load
-    from cogwm.simulator.validate.status import simulator_status
+    from cogwm.validate.status import simulator_status
 
     identity = load(WORLD_MODEL).identity
     assert card.model_identity == identity

@@ -25,7 +25,7 @@ from cogwm.schema import Dialogue, TaskSpec
 from cogwm.schema.labels import P4GMeta
 
 if TYPE_CHECKING:
-    from cogwm.arena.budget import Budget
+    from cogwm.models.budget import Budget
 
 
 def has_fine_labels(dialogue: Dialogue) -> bool:

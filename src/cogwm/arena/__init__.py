@@ -12,7 +12,8 @@ termination), ``orchestrator`` (a conversation from participants, played to its 
 
 from cogwm.arena.cast import Cast
 from cogwm.arena.config import AgentConfig, ArenaConfig, ModelConfig, config_hash, load_config
-from cogwm.arena.conversation import Conversation, Limits, Opening, Outcome, RoundResult
+from cogwm.arena.conversation import Conversation, Limits, Outcome, RoundResult
+from cogwm.arena.opening import Opening
 from cogwm.arena.orchestrator import Orchestrator
 from cogwm.arena.participants import (
     AgentParticipant,

@@ -12,13 +12,12 @@ infrastructure (excluded, re-run by ``--resume``).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 from collections.abc import Callable, Sequence
-from functools import cache
 from typing import Any
 
 from cogwm.arena.config import AgentConfig, AgentKind
+from cogwm.arena.factories import import_factory
 from cogwm.arena.participants import CHARS_PER_TOKEN, AgentParticipant
 from cogwm.arena.prompts import Prompt
 from cogwm.arena.protocol import AgentFailure, Participant
@@ -140,34 +139,6 @@ class PythonAgent:
             reasoning=answer.reasoning,
             call_id=answer.call_id,
         )
-
-
-@cache
-def import_factory(path: str) -> Callable[..., Any]:
-    """The factory at ``package.module:factory`` (a class or a function).
-
-    Raises:
-        ConfigError: The module or the attribute cannot be imported.
-    """
-    module_name, _, attr = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"python agent {path!r}: cannot import {module_name}: {exc}") from None
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise ConfigError(f"python agent {path!r}: {module_name} has no {attr!r}")
-    if not callable(target):
-        raise ConfigError(f"python agent {path!r}: {attr!r} is not callable")
-    return target  # type: ignore[no-any-return]
-
-
-def python_version(path: str) -> str | None:
-    """The ``version`` attribute of a Python agent's factory, if it has one (for digests)."""
-    version = getattr(import_factory(path), "version", None)
-    return None if version is None else str(version)
 
 
 def _takes_brief(factory: Callable[..., Any]) -> bool:

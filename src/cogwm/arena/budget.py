@@ -20,87 +20,33 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from cogwm import tasks
 from cogwm.arena.config import AgentConfig, AgentKind, ArenaConfig, ModelConfig
-from cogwm.arena.judging import JUDGED_TURNS, judge_prompt
-from cogwm.arena.participants import (
-    CHARS_PER_TOKEN,
-    COT_OVERHEAD_TOKENS,
-    UTTERANCE_CHARS,
-    AgentParticipant,
-)
+from cogwm.arena.judging import JUDGED_TURNS
 from cogwm.arena.prompts import (
     INTENT_DETECTOR,
     PROFILE_ANNOTATOR,
     SIMULATOR_OPENING,
     SIMULATOR_SYSTEM,
-    SIMULATOR_TURN,
-    Prompt,
+    judge_prompt,
 )
-from cogwm.arena.scenarios import COLD_START_ROUNDS, OpeningTurn, Scenario
+from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario
 from cogwm.arena.termination import Condition
+from cogwm.arena.tokens import (
+    HistoryTokens,
+    agent_call_tokens,
+    agent_turns_seen,
+    simulator_fixed_tokens,
+    text_tokens,
+    turn_tokens,
+    turns_seen,
+)
 from cogwm.arena.units import Unit
-from cogwm.errors import InputError
-from cogwm.models.types import CallRecord
+
+# The caps live with the model calls they count; the arena's runner takes them from here.
+from cogwm.models.budget import Budget as Budget
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from cogwm.arena.windows import Windows
-
-    IntArray = npt.NDArray[np.int64]
-
-
-class Budget:
-    """Caps on what one invocation of a run may spend; ``None`` means no cap.
-
-    Raises:
-        InputError: A cap that is not positive.
-    """
-
-    def __init__(self, *, max_cost_usd: float | None = None, max_tokens_total: int | None = None):
-        if max_cost_usd is not None and not max_cost_usd > 0:
-            raise InputError(f"--max-cost-usd must be positive, got {max_cost_usd:g}")
-        if max_tokens_total is not None and max_tokens_total < 1:
-            raise InputError(f"--max-tokens-total must be positive, got {max_tokens_total}")
-        self.max_cost_usd = max_cost_usd
-        self.max_tokens_total = max_tokens_total
-        self.tokens = 0
-        self.cost_usd = 0.0
-        #: Why the run was stopped (which cap, what was spent); None while within the caps.
-        self.reached: str | None = None
-        self._stops: list[Callable[[], None]] = []
-
-    @property
-    def capped(self) -> bool:
-        """Whether any cap is set."""
-        return self.max_cost_usd is not None or self.max_tokens_total is not None
-
-    def charge(self, record: CallRecord) -> None:
-        """Count one model call; the first call that reaches a cap stops the run."""
-        if record.cached:  # a reply from the cache costs nothing
-            return
-        self.tokens += record.prompt_tokens + record.completion_tokens
-        self.cost_usd += record.cost_usd
-        if self.reached is None:
-            self.reached = self._over()
-            if self.reached is not None:
-                for stop in self._stops:
-                    stop()
-
-    def on_reached(self, stop: Callable[[], None]) -> None:
-        """Call ``stop`` when a cap is reached (at once if one already is)."""
-        self._stops.append(stop)
-        if self.reached is not None:
-            stop()
-
-    def _over(self) -> str | None:
-        if self.max_tokens_total is not None and self.tokens >= self.max_tokens_total:
-            return f"{self.tokens:,} tokens spent, --max-tokens-total {self.max_tokens_total:,}"
-        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return f"${self.cost_usd:.4f} spent, --max-cost-usd {self.max_cost_usd:g}"
-        return None
 
 
 # ------------------------------------------------------------------------------ the estimate
@@ -168,10 +114,6 @@ class _Tally:
         )
 
 
-def _tokens(text: str) -> int:
-    return -(-len(text) // CHARS_PER_TOKEN)
-
-
 def estimate(
     config: ArenaConfig, units: Sequence[Unit], windows: Windows | None = None
 ) -> Estimate:
@@ -212,78 +154,15 @@ _Tallier = Callable[[str, ModelConfig], _Tally]
 
 def _prepare(config: ArenaConfig, scenario: Scenario, tally: _Tallier) -> None:
     """The scenario's preparation: the opening's state, and the profile when annotated."""
-    opening = sum(_tokens(t.text) for t in scenario.opening)
-    fixed = _tokens(SIMULATOR_SYSTEM.text + SIMULATOR_OPENING.text + scenario.context)
+    opening = sum(text_tokens(t.text) for t in scenario.opening)
+    fixed = text_tokens(SIMULATOR_SYSTEM.text + SIMULATOR_OPENING.text + scenario.context)
     if config.simulator.python is None:  # a Python simulator's turns are no model calls
         tally("simulator", config.simulator).add(fixed + opening, config.simulator.max_tokens)
     annotator = config.annotator_model
     if config.annotate_profiles and scenario.profile is None and annotator is not None:
         tally("profile_annotator", annotator).add(
-            _tokens(PROFILE_ANNOTATOR.text) + opening, annotator.max_tokens
+            text_tokens(PROFILE_ANNOTATOR.text) + opening, annotator.max_tokens
         )
-
-
-def user_turn_tokens(config: ArenaConfig) -> int:
-    """At most how many tokens a simulated user turn adds to the history: its utterance, held
-    to ``UTTERANCE_CHARS`` by the output schema (the state stays out of the history)."""
-    return min(config.simulator.max_tokens, _tokens("x" * UTTERANCE_CHARS))
-
-
-def turn_tokens(
-    config: ArenaConfig, agent: AgentConfig, opening: Sequence[OpeningTurn]
-) -> list[int]:
-    """Tokens of every turn of the longest conversation: the opening, then replies that use
-    their whole budget (an agent's reply, never its reasoning, enters the history)."""
-    rounds = config.max_rounds - COLD_START_ROUNDS
-    replies = [agent.max_tokens, user_turn_tokens(config)]
-    return [_tokens(t.text) for t in opening] + replies * rounds
-
-
-class HistoryTokens:
-    """Tokens of every turn of the longest conversation (``turn_tokens``) with their running
-    totals, so that the tokens of any stretch of history cost one subtraction: a conversation
-    of n rounds makes about n calls, and summing each call's history afresh made the plan
-    quadratic in ``max_rounds``. The calls of one conversation are asked at once (arrays)."""
-
-    def __init__(self, turns: Sequence[int]) -> None:
-        import numpy as np
-
-        self.turns = list(turns)
-        self._totals = np.concatenate(([0], np.cumsum(np.asarray(self.turns, dtype=np.int64))))
-
-    def shown(self, seen: IntArray, limit: int | None) -> IntArray:
-        """Tokens of the history each call shows: the last ``limit`` of its first ``seen``
-        turns (``None``: all of them)."""
-        import numpy as np
-
-        seen = np.minimum(seen, len(self.turns))
-        start = np.zeros_like(seen) if limit is None else np.maximum(0, seen - limit)
-        shown: IntArray = self._totals[seen] - self._totals[start]
-        return shown
-
-
-def turns_seen(seen: range) -> IntArray:
-    """``seen`` as an array of turn counts."""
-    import numpy as np
-
-    return np.arange(seen.start, seen.stop, seen.step, dtype=np.int64)
-
-
-def agent_call_tokens(
-    config: ArenaConfig, agent: AgentConfig, task: str, own_prompt: str, condition: Condition
-) -> tuple[int, int]:
-    """``(system prompt, reply budget)`` tokens of one call of a model or endpoint agent."""
-    own = Prompt(id="own", version=1, text=own_prompt)
-    system = _tokens(AgentParticipant.system_text(tasks.get(task), own, condition))
-    reply = agent.max_tokens
-    if condition is Condition.COT:
-        reply += agent.reasoning_max_tokens + COT_OVERHEAD_TOKENS
-    return system, reply
-
-
-def agent_turns_seen(config: ArenaConfig, opening: int) -> range:
-    """How many turns the agent's calls of the longest conversation have seen, call by call."""
-    return range(opening, opening + 2 * (config.max_rounds - COLD_START_ROUNDS), 2)
 
 
 def _agent_calls(
@@ -300,11 +179,6 @@ def _agent_calls(
     seen = turns_seen(agent_turns_seen(config, len(unit.scenario.opening)))
     prompts = system * len(seen) + int(history.shown(seen, window).sum())
     tally(f"agents.{agent.name}", agent.backend()).add(prompts, reply * len(seen), times, len(seen))
-
-
-def simulator_fixed_tokens(scenario: Scenario) -> int:
-    """Tokens of a simulated user turn's prompt besides the history."""
-    return _tokens(SIMULATOR_SYSTEM.text + SIMULATOR_TURN.text + scenario.context)
 
 
 def _user_side_calls(
@@ -330,11 +204,13 @@ def _user_side_calls(
     asked = k[(config.intent_from_round <= round_number) & (round_number < config.max_rounds)]
     if detector is not None and len(asked):
         shown = int(history.shown(opening + 2 * asked, window).sum())
-        fixed = _tokens(INTENT_DETECTOR.text) * len(asked)
+        fixed = text_tokens(INTENT_DETECTOR.text) * len(asked)
         tally("intent_detector", detector).add(
             fixed + shown, detector.max_tokens * len(asked), times, len(asked)
         )
     if judge is not None and config.good_outcome:
         turns = history.turns
         judged = sum(turns[:opening]) + sum(turns[opening:][-JUDGED_TURNS:])
-        tally("judge", judge).add(_tokens(judge_prompt().text) + judged, judge.max_tokens, times)
+        tally("judge", judge).add(
+            text_tokens(judge_prompt().text) + judged, judge.max_tokens, times
+        )

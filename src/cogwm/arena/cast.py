@@ -14,8 +14,8 @@ from typing import Protocol, runtime_checkable
 
 from cogwm.arena.agents import build_agent
 from cogwm.arena.config import AgentConfig, ArenaConfig, ModelConfig
-from cogwm.arena.conversation import Opening, cold_start_turns
 from cogwm.arena.judging import Verdict, judge_good_outcome
+from cogwm.arena.opening import Opening, cold_start_turns
 from cogwm.arena.participants import IntentDetector, ProfileAnnotator, StateReading
 from cogwm.arena.protocol import Participant, UserSimulator
 from cogwm.arena.scenarios import Scenario

@@ -34,7 +34,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cogwm import tasks
-from cogwm.arena.prompts import Prompt, agent_task_prompt, fixed_prompts, resolve_agent_prompt
+from cogwm.arena.factories import import_factory, python_simulator, python_version
+from cogwm.arena.prompts import (
+    Prompt,
+    agent_task_prompt,
+    fixed_prompts,
+    judge_prompt,
+    resolve_agent_prompt,
+)
 from cogwm.arena.scenarios import ScenarioSource, ScenarioSplit
 from cogwm.arena.termination import Condition
 from cogwm.errors import CogwmError, ConfigError
@@ -194,10 +201,8 @@ class SimulatorConfig(ModelConfig):
             data = _without_windows(super().hashed())
             data.pop("python", None)  # a model simulator's hash is what it always was
             return data
-        from cogwm.arena.simulators import python_identity
-
         data = _without_windows(self.model_dump(mode="json"))
-        data["identity"] = python_identity(self)
+        data["identity"] = python_simulator(self.python, dict(self.options)).identity
         return data
 
 
@@ -409,8 +414,6 @@ class AgentConfig(ModelConfig):
             data["endpoint"] = endpoint_label(self.endpoint)
             data["headers"] = sorted(self.headers)
         else:
-            from cogwm.arena.agents import python_version
-
             data["version"] = python_version(str(self.python))
         return data
 
@@ -596,8 +599,6 @@ class ArenaConfig(_Section):
 
     def prompts(self) -> list[Prompt]:
         """Every prompt text the run uses (stored with the run and hashed)."""
-        from cogwm.arena.judging import judge_prompt
-
         return [*fixed_prompts(), judge_prompt(), *self.agent_prompts().values()]
 
 
@@ -665,17 +666,13 @@ def parse_config(raw: dict[str, Any], *, source: str = "config") -> ArenaConfig:
         config.agent_prompts()  # unknown built-in prompt names fail here, with their key
         for i, agent in enumerate(config.agents):
             if agent.python is not None:
-                from cogwm.arena.agents import import_factory
-
                 try:
                     import_factory(agent.python)
                 except ConfigError as exc:
                     raise ConfigError(f"agents.{i}.python: {exc}") from None
         if config.simulator.python is not None:
-            from cogwm.arena.simulators import python_identity
-
             try:
-                python_identity(config.simulator)
+                python_simulator(config.simulator.python, dict(config.simulator.options))
             except ConfigError as exc:
                 raise ConfigError(f"simulator.python: {exc}") from None
     except ValidationError as exc:

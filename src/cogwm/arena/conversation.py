@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Protocol
 from pydantic import Field
 
 from cogwm.arena.judging import NOT_JUDGED, Verdict
+from cogwm.arena.opening import Opening, cold_start_turns
 from cogwm.arena.protocol import AgentFailure, Participant, take_turn
-from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario
+from cogwm.arena.scenarios import COLD_START_ROUNDS
 from cogwm.arena.termination import Phase, Termination
-from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup, derive_seed
+from cogwm.arena.transcript import ArenaTurn, TurnOutput, derive_seed
 from cogwm.errors import InputError
 from cogwm.models.types import ModelCallError, StructuredOutputError
-from cogwm.schema import CognitiveState, Record, Role
+from cogwm.schema import Record, Role
 
 if TYPE_CHECKING:  # the cast module builds on this one (its openings, its turns)
     from cogwm.arena.cast import Cast
@@ -35,15 +36,6 @@ class TurnSink(Protocol):
     def add_turn(self, turn: ArenaTurn) -> Awaitable[None] | None:
         """Persist one turn; an awaitable result is awaited before the conversation goes on
         (the run store resolves it when the turn's transaction has committed)."""
-
-
-class Opening(Record):
-    """What a conversation starts from: scenario, user, and the state read from the opening."""
-
-    scenario: Scenario
-    setup: UserSetup
-    initial_state: CognitiveState
-    reading_call_id: str | None = None
 
 
 class Limits(Record):
@@ -86,30 +78,6 @@ class RoundResult(Record):
     def truncated(self) -> bool:
         """Whether the round limit (not the user, detector or agent) ended the conversation."""
         return self.termination is Termination.MAX_ROUNDS
-
-
-def cold_start_turns(
-    scenario: Scenario, initial_state: CognitiveState | None = None, call_id: str | None = None
-) -> list[ArenaTurn]:
-    """The scenario's opening as turns; the last (a user turn) carries the initial state."""
-    turns: list[ArenaTurn] = []
-    round_number = 0
-    last = len(scenario.opening) - 1
-    for index, turn in enumerate(scenario.opening):
-        if turn.role is Role.AGENT:
-            round_number += 1
-        turns.append(
-            ArenaTurn(
-                index=index,
-                round=round_number,
-                role=turn.role,
-                phase=Phase.COLD_START,
-                text=turn.text,
-                state=initial_state if index == last else None,
-                call_id=call_id if index == last else None,
-            )
-        )
-    return turns
 
 
 class Conversation:

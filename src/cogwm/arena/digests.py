@@ -18,7 +18,6 @@ from typing import Any
 
 from cogwm import tasks
 from cogwm.arena.config import WINDOW_FIELDS, AgentConfig, AgentKind, ArenaConfig, ModelConfig
-from cogwm.arena.judging import judge_prompt
 from cogwm.arena.prompts import (
     AGENT_COT,
     INTENT_DETECTOR,
@@ -28,6 +27,7 @@ from cogwm.arena.prompts import (
     SIMULATOR_TURN,
     Prompt,
     agent_task_prompt,
+    judge_prompt,
 )
 from cogwm.arena.scenarios import Scenario
 from cogwm.arena.termination import Condition

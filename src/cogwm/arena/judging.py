@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from cogwm.arena.config import ModelConfig
-from cogwm.arena.prompts import Prompt
 from cogwm.arena.termination import Phase
 from cogwm.arena.transcript import ArenaTurn
 from cogwm.metrics import judge
@@ -31,14 +30,6 @@ class Verdict(NamedTuple):
     good: bool | None
     detail: str
     call_id: str | None
-
-
-def judge_prompt() -> Prompt:
-    """The judge's prompt as a versioned ``Prompt`` (stored with the run and hashed)."""
-    source = judge.PROMPTS[judge.JudgeMetric.GOOD_OUTCOME]
-    return Prompt(
-        id=source.id, version=source.version, text=f"{source.system}\n\n{source.template}"
-    )
 
 
 def judged_turns(turns: list[ArenaTurn], last: int) -> list[ArenaTurn]:

@@ -8,14 +8,8 @@ the intent window live in ``cogwm.arena.conversation``.
 from __future__ import annotations
 
 from cogwm.arena.cast import Cast
-from cogwm.arena.conversation import (
-    Conversation,
-    Limits,
-    Opening,
-    Outcome,
-    TurnSink,
-    cold_start_turns,
-)
+from cogwm.arena.conversation import Conversation, Limits, Outcome, TurnSink
+from cogwm.arena.opening import Opening, cold_start_turns
 from cogwm.arena.protocol import Participant, UserSimulator
 
 __all__ = ["Limits", "Opening", "Orchestrator", "Outcome", "TurnSink", "cold_start_turns"]

@@ -8,6 +8,7 @@ Templates use ``str.format`` fields; they contain no literal braces.
 from __future__ import annotations
 
 from cogwm.errors import ConfigError
+from cogwm.metrics import judge
 from cogwm.schema import Role, TaskSpec
 
 # The simulator's prompts live with the world-model format (one home for what the simulator sees);
@@ -37,6 +38,7 @@ __all__ = [
     "describe_scores",
     "describe_state",
     "fixed_prompts",
+    "judge_prompt",
     "resolve_agent_prompt",
     "speaker_name",
 ]
@@ -198,3 +200,11 @@ def speaker_name(role: Role, task: TaskSpec, *, user_is_you: bool) -> str:
     if role is Role.USER:
         return "You" if user_is_you else task.user_role.capitalize()
     return task.agent_role.capitalize()
+
+
+def judge_prompt() -> Prompt:
+    """The judge's prompt as a versioned ``Prompt`` (stored with the run and hashed)."""
+    source = judge.PROMPTS[judge.JudgeMetric.GOOD_OUTCOME]
+    return Prompt(
+        id=source.id, version=source.version, text=f"{source.system}\n\n{source.template}"
+    )

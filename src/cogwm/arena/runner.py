@@ -25,15 +25,16 @@ from cogwm.arena.budget import Budget
 from cogwm.arena.cast import Cast, Roles
 from cogwm.arena.collector import steady_collector
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
-from cogwm.arena.conversation import Conversation, Limits, Opening
+from cogwm.arena.conversation import Conversation, Limits
 from cogwm.arena.digests import Digests, ask_served_models
+from cogwm.arena.opening import Opening
 from cogwm.arena.progress import RunProgress
 from cogwm.arena.provenance import git_revision, package_versions, simulator_identity
-from cogwm.arena.scenarios import Scenario, ScenarioSource, ScenarioSplit, select_scenarios
+from cogwm.arena.scenarios import Scenario, ScenarioSource, ScenarioSplit
 from cogwm.arena.scoring import conversation_metrics, user_states
 from cogwm.arena.termination import Condition, ConversationStatus, FailureOrigin, Termination
 from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
-from cogwm.arena.units import Shard, Unit, plan_units, shard_units
+from cogwm.arena.units import Shard, Unit, planned_units, shard_units
 from cogwm.arena.windows import Windows, resolve_windows
 from cogwm.errors import CogwmError, ConfigError
 from cogwm.models import Model, load, recording
@@ -675,24 +676,6 @@ async def _run_leased(
         tokens=progress.tokens,
         cost_usd=progress.cost_usd,
     )
-
-
-def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]:
-    """The units of ``config`` (of one shard), with their scenarios selected."""
-    data_dir = Path(config.data_dir) if config.data_dir else None
-    scenarios = {
-        task: select_scenarios(
-            tasks.get(task),
-            config.dialogues_per_task,
-            config.scenarios,
-            data_dir=data_dir,
-            seed=config.seed,
-            split=config.scenario_split,
-            split_seed=config.scenario_split_seed,
-        )
-        for task in config.tasks
-    }
-    return shard_units(plan_units(config, scenarios), shard)
 
 
 async def _run_all(

@@ -25,25 +25,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
+from cogwm.corpora.dialogue_file import read_dialogues
+from cogwm.corpora.profiles import profile_from_metadata
 from cogwm.errors import ConfigError, InputError
-from cogwm.schema import BigFive, Dialogue, Profile, Record, Role, TaskSpec
-from cogwm.schema.labels import InspiredMeta, P4GMeta
+from cogwm.schema import Dialogue, Profile, Record, Role, TaskSpec
+from cogwm.schema.labels import P4GMeta
 
 #: Rounds copied from a real dialogue before the simulation starts.
 COLD_START_ROUNDS = 2
 #: The seed of the samples' split that corpus cold starts follow (``cogwm samples build``'s
 #: default), for corpora without an official split.
 SPLIT_SEED = 0
-
-_BIG_FIVE_KEYS = {
-    "openness": ("open",),
-    "conscientiousness": ("conscien",),
-    "extraversion": ("extrover", "extraver"),
-    "agreeableness": ("agreeab",),
-    "neuroticism": ("neurot",),
-}
 
 
 class ScenarioSource(StrEnum):
@@ -170,40 +164,6 @@ def cold_start(dialogue: Dialogue) -> list[OpeningTurn] | None:
     return None
 
 
-def profile_from_metadata(dialogue: Dialogue) -> Profile | None:
-    """The user's profile from corpus metadata: the dialogue's own, or Big Five (P4G, INSPIRED)."""
-    if dialogue.profile is not None:
-        return dialogue.profile
-    traits: dict[str, Any] = {}
-    meta = dialogue.meta
-    if isinstance(meta, P4GMeta) and meta.persuadee is not None:
-        traits = dict(meta.persuadee.traits)
-    elif isinstance(meta, InspiredMeta) and meta.survey is not None:
-        traits = dict(meta.survey.seeker_personality or {})
-    big_five = _big_five(traits)
-    if big_five is None:
-        return None
-    return Profile(big_five=big_five, confidence=3, source="corpus")
-
-
-def _big_five(traits: dict[str, Any]) -> BigFive | None:
-    """Big Five from a corpus trait row (P4G and INSPIRED both ask on 1-5)."""
-    values: dict[str, float] = {}
-    lowered = {str(k).lower(): v for k, v in traits.items()}
-    for field, prefixes in _BIG_FIVE_KEYS.items():
-        found = next(
-            (v for k, v in lowered.items() if k.startswith(prefixes) and _is_number(v)), None
-        )
-        if found is None:
-            return None
-        values[field] = min(5.0, max(1.0, float(found)))
-    return BigFive(**values)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def context_from_metadata(dialogue: Dialogue, task: TaskSpec) -> str:
     """The user's situation, exactly as the world model's training samples show it.
 
@@ -284,25 +244,6 @@ def split_dialogues(
     if wanted is ScenarioSplit.TRAIN:
         return kept
     return clean_dialogues(kept, train_of(corpus, dialogues, split_seed)).kept
-
-
-def read_dialogues(path: Path) -> list[Dialogue]:
-    """The dialogues of a JSONL file, one ``Dialogue`` object per line.
-
-    Raises:
-        InputError: A missing file or a bad line (named by file and line number).
-    """
-    from cogwm.jsonl import read_lines
-
-    def parse(line: str, where: str) -> Dialogue:
-        try:
-            return Dialogue.model_validate_json(line)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first.get("loc", ())) or "(line)"
-            raise InputError(f"{where}: invalid dialogue at {field}: {first['msg']}") from None
-
-    return list(read_lines(path, parse))
 
 
 def file_scenarios(task: TaskSpec, path: Path) -> list[Scenario]:

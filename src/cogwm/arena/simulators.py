@@ -14,74 +14,14 @@ the digests, so a changed rule is a changed config.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from functools import cache
-from typing import Any, Protocol, runtime_checkable
 
 from cogwm.arena.config import SimulatorConfig
+from cogwm.arena.factories import PythonSimulator, python_simulator
 from cogwm.arena.participants import SimulatorParticipant, StateReading
 from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup
-from cogwm.errors import ConfigError
 from cogwm.models.model import Model
 from cogwm.schema import CognitiveState, TaskSpec
-
-
-@runtime_checkable
-class PythonSimulator(Protocol):
-    """A simulated user written in Python: the state after the opening, and each next turn.
-
-    ``turns`` hold the whole conversation so far with the user's states (the last cold-start
-    user turn carries the opening state). Both methods are synchronous and cheap (they run on
-    the event loop).
-    """
-
-    identity: str
-
-    def read_state(
-        self, task: TaskSpec, setup: UserSetup, turns: Sequence[ArenaTurn]
-    ) -> CognitiveState:
-        """The user's state after the cold-start turns."""
-        ...
-
-    def respond(
-        self, task: TaskSpec, setup: UserSetup, turns: Sequence[ArenaTurn], *, seed: int
-    ) -> TurnOutput:
-        """The user's next turn (text and state) after the agent's last turn."""
-        ...
-
-
-def python_simulator(path: str, options: dict[str, Any]) -> PythonSimulator:
-    """The simulator object of ``path`` (``package.module:factory``) built with ``options``
-    (one object per path and options).
-
-    Raises:
-        ConfigError: The factory cannot be imported, refuses the options, or returns an object
-            without ``read_state``, ``respond`` and a string ``identity``.
-    """
-    return _built(path, json.dumps(options, sort_keys=True))
-
-
-@cache
-def _built(path: str, options_json: str) -> PythonSimulator:
-    from cogwm.arena.agents import import_factory
-
-    try:
-        factory: Callable[..., Any] = import_factory(path)
-    except ConfigError as exc:
-        raise ConfigError(str(exc).replace("python agent", "python simulator", 1)) from None
-    try:
-        built = factory(**json.loads(options_json))
-    except TypeError as exc:
-        raise ConfigError(f"python simulator {path!r}: bad options: {exc}") from None
-    missing = [m for m in ("read_state", "respond") if not callable(getattr(built, m, None))]
-    if missing or not isinstance(getattr(built, "identity", None), str):
-        lacks = ", ".join([*missing, *(["identity"] if not missing else [])])
-        raise ConfigError(
-            f"python simulator {path!r}: its object lacks {lacks} (see "
-            "cogwm.arena.simulators.PythonSimulator)"
-        )
-    return built  # type: ignore[no-any-return]
 
 
 def python_identity(config: SimulatorConfig) -> str | None:

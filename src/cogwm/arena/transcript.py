@@ -1,61 +1,6 @@
-"""What participants see and produce: the turns of one arena conversation."""
+"""The turns of an arena conversation, for the arena's modules and their tests: the types live in
+:mod:`cogwm.schema.transcript`, below the simulators that play the arena's user."""
 
-from __future__ import annotations
+from cogwm.schema.transcript import ArenaTurn, TurnOutput, UserSetup, derive_seed, latest_state
 
-import hashlib
-from collections.abc import Sequence
-
-from pydantic import Field
-
-from cogwm.arena.termination import Phase
-from cogwm.schema import CognitiveState, Profile, Record, Role
-
-
-class ArenaTurn(Record):
-    """One turn of an arena conversation, as stored.
-
-    ``round`` is the round the turn belongs to (a round is an agent turn plus the user turn after
-    it; a user turn before the first agent turn is round 0). ``state`` is set on user turns that
-    carry a state: the last cold-start user turn holds the initial state, every simulated user turn
-    its own.
-    """
-
-    index: int = Field(ge=0)
-    round: int = Field(ge=0)
-    role: Role
-    phase: Phase
-    text: str
-    state: CognitiveState | None = None
-    reasoning: str | None = None
-    call_id: str | None = None
-
-
-class TurnOutput(Record):
-    """What a participant returns for its next turn."""
-
-    text: str
-    state: CognitiveState | None = None
-    reasoning: str | None = None
-    leave: bool = False
-    call_id: str | None = None
-
-
-class UserSetup(Record):
-    """Who the simulated user is: situation and profile."""
-
-    context: str
-    profile: Profile
-
-
-def latest_state(turns: Sequence[ArenaTurn]) -> CognitiveState | None:
-    """The most recent user state in ``turns``, or None."""
-    return next((t.state for t in reversed(turns) if t.state is not None), None)
-
-
-def derive_seed(*parts: object) -> int:
-    """A 31-bit seed from the parts (e.g. run seed, task, scenario, agent, condition).
-
-    Derived by hashing, so a unit's seed depends on what it is and never on scheduling order.
-    """
-    text = "\x1f".join(map(str, parts))
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+__all__ = ["ArenaTurn", "TurnOutput", "UserSetup", "derive_seed", "latest_state"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NamedTuple
 
+from cogwm import tasks
 from cogwm.arena.config import AgentConfig, ArenaConfig
-from cogwm.arena.scenarios import Scenario
+from cogwm.arena.scenarios import Scenario, select_scenarios
 from cogwm.arena.termination import Condition
 from cogwm.arena.transcript import derive_seed
 from cogwm.errors import ConfigError
@@ -83,3 +85,21 @@ def shard_units(units: list[Unit], shard: Shard | None) -> list[Unit]:
     if shard is None:
         return units
     return units[shard.part - 1 :: shard.parts]
+
+
+def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]:
+    """The units of ``config`` (of one shard), with their scenarios selected."""
+    data_dir = Path(config.data_dir) if config.data_dir else None
+    scenarios = {
+        task: select_scenarios(
+            tasks.get(task),
+            config.dialogues_per_task,
+            config.scenarios,
+            data_dir=data_dir,
+            seed=config.seed,
+            split=config.scenario_split,
+            split_seed=config.scenario_split_seed,
+        )
+        for task in config.tasks
+    }
+    return shard_units(plan_units(config, scenarios), shard)

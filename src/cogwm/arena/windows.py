@@ -27,7 +27,10 @@ import bisect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cogwm.arena.budget import (
+from cogwm.arena.config import AgentConfig, AgentKind, ArenaConfig, ModelConfig
+from cogwm.arena.scenarios import COLD_START_ROUNDS
+from cogwm.arena.termination import Condition
+from cogwm.arena.tokens import (
     HistoryTokens,
     agent_call_tokens,
     agent_turns_seen,
@@ -35,14 +38,11 @@ from cogwm.arena.budget import (
     turn_tokens,
     turns_seen,
 )
-from cogwm.arena.config import AgentConfig, AgentKind, ArenaConfig, ModelConfig
-from cogwm.arena.scenarios import COLD_START_ROUNDS
-from cogwm.arena.termination import Condition
-from cogwm.arena.units import Unit
+from cogwm.arena.units import Unit, planned_units
 from cogwm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from cogwm.arena.budget import IntArray
+    from cogwm.arena.tokens import IntArray
 
 #: Tokens the chat template adds around each message (role markers, separators).
 MESSAGE_OVERHEAD_TOKENS = 8
@@ -149,8 +149,6 @@ def resolve_windows(config: ArenaConfig, units: Sequence[Unit] | None = None) ->
             fits (one line naming the key).
     """
     if units is None:
-        from cogwm.arena.runner import planned_units  # the runner imports this module
-
         units = planned_units(config)
     # Grouped once: each agent's window reads only its own units (a run has agents x scenarios).
     by_agent: dict[str, list[Unit]] = {agent.name: [] for agent in config.agents}

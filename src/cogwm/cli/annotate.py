@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from cogwm.annotate.quality import Figure
     from cogwm.annotate.runner import RunTotals
     from cogwm.annotate.store import AnnotationStore
-    from cogwm.arena.budget import Budget
     from cogwm.models import Model
+    from cogwm.models.budget import Budget
     from cogwm.schema import Dialogue, TaskSpec
 
 app = typer.Typer(
@@ -100,8 +100,8 @@ def run_command(
     from cogwm import corpora, tasks
     from cogwm.annotate.runner import check_resumable, select
     from cogwm.annotate.store import AnnotationStore
-    from cogwm.arena.budget import Budget
     from cogwm.models import load
+    from cogwm.models.budget import Budget
 
     require_resumable(db, resume=resume)
     if extensions:
@@ -139,7 +139,7 @@ def run_command(
 
 def _own_dialogues(path: Path) -> list[Dialogue]:
     """The dialogues of a user's JSONL file (the arena's scenario-file format)."""
-    from cogwm.arena.scenarios import read_dialogues
+    from cogwm.corpora.dialogue_file import read_dialogues
     from cogwm.errors import InputError
 
     dialogues = read_dialogues(path)

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from cogwm.arena.config import ArenaConfig
-    from cogwm.arena.sensitivity import TaskResult
     from cogwm.arena.units import Shard
+    from cogwm.validate.sensitivity import TaskResult
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
 ResamplesOption = Annotated[
@@ -92,13 +92,13 @@ def run_command(
     ] = False,
 ) -> None:
     """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
-    from cogwm.arena.budget import Budget
     from cogwm.arena.config import load_config
     from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.arena.preflight import preflight, preflight_network
     from cogwm.arena.runner import refuse_opening, run_arena
     from cogwm.arena.units import Shard
     from cogwm.errors import CogwmError
+    from cogwm.models.budget import Budget
     from cogwm.store import RunStore, stored_run
 
     require_resumable(db, resume=resume)
@@ -181,8 +181,7 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
     from rich.table import Table
 
     from cogwm.arena.budget import estimate
-    from cogwm.arena.runner import planned_units
-    from cogwm.arena.units import shard_units
+    from cogwm.arena.units import planned_units, shard_units
     from cogwm.arena.windows import resolve_windows
 
     everything = planned_units(config)
@@ -403,9 +402,9 @@ def sensitivity_command(
     state follow how it is treated? Beside it, the rule simulator (a sentiment meter)."""
     import os
 
-    from cogwm.arena import sensitivity as check
     from cogwm.cli.common import DATA_DIR_ENV
     from cogwm.errors import InputError
+    from cogwm.validate import sensitivity as check
 
     if rule_k <= 0:
         raise InputError(f"--rule-k must be above 0, got {rule_k:g}")
@@ -454,7 +453,7 @@ def sensitivity_command(
 def _sensitivity_table(results: list[TaskResult]) -> Table:
     from rich.table import Table
 
-    from cogwm.arena.sensitivity import AGENTS, CONTRASTS, interval_text, signed_text
+    from cogwm.validate.sensitivity import AGENTS, CONTRASTS, interval_text, signed_text
 
     table = Table(title="Arena sensitivity: paired CTS differences over scenarios (95% CI)")
     for column in ("task", "simulator", *(f"CTS {a}" for a in AGENTS)):

@@ -1,5 +1,5 @@
 """``cogwm score``: the turn tier of predictions against gold, and the trajectory and task tiers
-of conversations. Input formats: ``cogwm.metrics.records``."""
+of conversations. Input formats: ``cogwm.simulator.records``."""
 
 from __future__ import annotations
 
@@ -16,13 +16,6 @@ from cogwm.cli.common import console, err_console, print_json
 from cogwm.cli.fidelity_table import ALL_ROW, print_paper_tables, split_by_dataset
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import Estimate
-from cogwm.metrics.records import (
-    FidelityRecord,
-    TrajectoryRecord,
-    pair_fidelity,
-    read_fidelity_file,
-    read_trajectory_file,
-)
 from cogwm.metrics.summary import (
     DELTA_NAMES,
     ConversationScores,
@@ -40,6 +33,13 @@ from cogwm.metrics.trajectory import (
 )
 from cogwm.metrics.turn import FidelityReport, FidelitySample, MetricSummary
 from cogwm.schema import TaskSpec
+from cogwm.simulator.records import (
+    FidelityRecord,
+    TrajectoryRecord,
+    pair_fidelity,
+    read_fidelity_file,
+    read_trajectory_file,
+)
 from cogwm.stats.means import DEFAULT_RESAMPLES
 
 app = typer.Typer(

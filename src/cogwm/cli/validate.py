@@ -19,18 +19,18 @@ from cogwm.cli.common import (
 )
 from cogwm.errors import InputError
 from cogwm.limits import MAX_RESAMPLES
-from cogwm.simulator.validate.card import Card
-from cogwm.simulator.validate.compare import (
+from cogwm.stats.means import DEFAULT_RESAMPLES
+from cogwm.validate.card import Card
+from cogwm.validate.compare import (
     TRIVIAL_COLUMNS,
     PairedDifference,
     gate_text,
     short_rule,
 )
-from cogwm.simulator.validate.items import HELDOUT_RULES, Heldout
-from cogwm.stats.means import DEFAULT_RESAMPLES
+from cogwm.validate.items import HELDOUT_RULES, Heldout
 
 if TYPE_CHECKING:
-    from cogwm.arena.simulators import PythonSimulator
+    from cogwm.arena.factories import PythonSimulator
     from cogwm.models.model import Model
 
 
@@ -250,7 +250,7 @@ def _heldout(rule: str, split_seed: int | None, manifest: Path | None) -> Heldou
     Raises:
         InputError: --split-seed differs from the manifest's seed, or the manifest is bad.
     """
-    from cogwm.simulator.validate.items import heldout_from_manifest
+    from cogwm.validate.items import heldout_from_manifest
 
     if manifest is None:
         return Heldout(rule, 0 if split_seed is None else split_seed)
@@ -286,10 +286,11 @@ def _measure(
     as_json: bool,
 ) -> None:
     from cogwm import models
-    from cogwm.simulator.validate import build_card, card_json, write_card
-    from cogwm.simulator.validate.memorisation import train_file
-    from cogwm.simulator.validate.reader import check_ablation, check_pipeline
-    from cogwm.simulator.validate.run import check_modes, check_parts
+    from cogwm.validate import build_card, card_json, write_card
+    from cogwm.validate.inputs import check_ablation
+    from cogwm.validate.memorisation import train_file
+    from cogwm.validate.reader import check_pipeline
+    from cogwm.validate.run import check_modes, check_parts
 
     names = check_parts(_split(parts) if parts else _default_parts(options.python))
     check_ablation(options.ablation)
@@ -303,7 +304,7 @@ def _measure(
             err_console.print("--train-samples: no --mode predict, so no memorisation figure")
     directory = resolve_data_dir(data_dir)
     if options.python:
-        from cogwm.simulator.validate.python_sim import load_simulator
+        from cogwm.validate.python_sim import load_simulator
 
         simulator: Model | PythonSimulator = load_simulator(address)
     else:
@@ -328,7 +329,7 @@ def _measure(
         console=err_console,
     )
     if out is not None:
-        from cogwm.simulator.validate.status import register_card
+        from cogwm.validate.status import register_card
 
         write_card(card, out)
         # Arena reports find the card of their simulated user here, by its identity.
@@ -342,8 +343,8 @@ def _measure(
 
 def _default_parts(python: bool) -> list[str]:
     """Every part; without the judges (which ask a model) for a Python simulator."""
-    from cogwm.simulator.validate import DEFAULT_PARTS
-    from cogwm.simulator.validate.parts import JUDGES
+    from cogwm.validate import DEFAULT_PARTS
+    from cogwm.validate.parts import JUDGES
 
     return [p for p in DEFAULT_PARTS if not (python and p == JUDGES)]
 
@@ -419,8 +420,8 @@ def _print_checks(card: Card) -> None:
 def _compare(
     paths: list[Path], output_format: str, *, paired: bool, resamples: int, seed: int
 ) -> None:
-    from cogwm.simulator.validate import compare, read_card, text_rows, to_csv
-    from cogwm.simulator.validate.compare import paired_differences
+    from cogwm.validate import compare, read_card, text_rows, to_csv
+    from cogwm.validate.compare import paired_differences
 
     if output_format not in ("text", "json", "csv"):
         raise InputError(f"--format must be text, json or csv, got {output_format!r}")

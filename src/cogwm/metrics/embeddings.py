@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cogwm.errors import ConfigError
+from cogwm.store.ownership import StoreKind, check_store, stamp
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -101,9 +102,6 @@ class CachedEmbedder:
         self._memory: dict[str, FloatArray] = {}
         self._db: sqlite3.Connection | None = None
         if cache_path is not None:
-            # Imported here: cogwm.store imports the models package.
-            from cogwm.store.ownership import StoreKind, check_store, stamp
-
             cache_path.parent.mkdir(parents=True, exist_ok=True)
             # Another tool's file (or another kind of cogwm store) is refused untouched.
             check_store(cache_path, StoreKind.EMBEDDINGS, create=True)

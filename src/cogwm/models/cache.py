@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cogwm.models.types import BackendReply, Message, Sampling
+from cogwm.store.ownership import StoreKind, check_store, stamp
 
 CACHE_DIR_ENV = "COGWM_CACHE_DIR"
 _KEY_VERSION = 1
@@ -76,9 +77,6 @@ class ReplyCache:
     """A SQLite table of replies by content address (WAL, so several processes can share it)."""
 
     def __init__(self, path: Path) -> None:
-        # Imported here: cogwm.store imports the models package.
-        from cogwm.store.ownership import StoreKind, check_store, stamp
-
         path.parent.mkdir(parents=True, exist_ok=True)
         # Another tool's file (or another kind of cogwm store) is refused untouched.
         check_store(path, StoreKind.CACHE, create=True)

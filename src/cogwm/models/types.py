@@ -10,6 +10,10 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# A model call's record and failure kinds are shared with the run store, below the models.
+from cogwm.schema.calls import CallRecord as CallRecord
+from cogwm.schema.calls import FailureKind as FailureKind
+
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -60,28 +64,6 @@ class StructuredMode(StrEnum):
     JSON_OBJECT = "json_object"  # response_format json_object: JSON, schema only in the prompt
     GRAMMAR = "grammar"  # in-process grammar from the JSON schema
     PROMPT = "prompt"  # schema only in the prompt; validated afterwards
-
-
-class FailureKind(StrEnum):
-    """Why a call (or one attempt at it) failed; decides whether it is retried."""
-
-    RATE_LIMIT = "rate_limit"
-    SERVER = "server_error"
-    TIMEOUT = "timeout"
-    CONNECTION = "connection"
-    UNSUPPORTED = "unsupported"
-    CLIENT = "client_error"
-    INVALID_OUTPUT = "invalid_output"
-
-    @property
-    def retryable(self) -> bool:
-        """Rate limits, server errors, timeouts and lost connections are worth another try."""
-        return self in _RETRYABLE
-
-
-_RETRYABLE = frozenset(
-    {FailureKind.RATE_LIMIT, FailureKind.SERVER, FailureKind.TIMEOUT, FailureKind.CONNECTION}
-)
 
 
 class BackendRequest(_Rec):
@@ -182,25 +164,6 @@ class Structured(_Rec, Generic[T]):
     value: T
     completion: Completion
     repaired: bool = Field(default=False, description="True if the repair attempt was needed.")
-
-
-class CallRecord(_Rec):
-    """One model call, as stored in the run store. Never holds an API key."""
-
-    call_id: str
-    model: str
-    endpoint: str | None
-    tag: str | None = Field(default=None, description="What the call was for (e.g. 'simulator').")
-    started_at: float
-    latency_s: float
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float = 0.0
-    cached: bool
-    ok: bool
-    error: str | None = None
-    error_kind: FailureKind | None = Field(default=None, description="Set when ``ok`` is False.")
-    attempts: int = 1
 
 
 class BackendError(Exception):

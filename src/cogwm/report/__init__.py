@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cogwm.report.data import ConversationData, RunData, load_run
+from cogwm.arena.run_data import ConversationData, RunData, load_run
 from cogwm.report.render import render, status_line, to_csv, to_json, warnings
 from cogwm.report.tables import ArenaReport, ArmRow, TaskRow, build_report
 

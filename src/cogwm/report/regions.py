@@ -28,9 +28,9 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from cogwm.arena.run_data import ConversationData, RunData
 from cogwm.errors import CogwmError
-from cogwm.report.data import ConversationData, RunData
-from cogwm.report.plots import dimension_series, mean_sem, on_grid
+from cogwm.report.series import dimension_series, mean_sem, on_grid
 from cogwm.stats.bootstrap import Settings, cluster_bootstrap_mean
 
 FloatArray = npt.NDArray[np.float64]

@@ -19,8 +19,8 @@ from cogwm.report.tables import (
     Cells,
     ranked_arms,
 )
-from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS, NOT_VALIDATED, separation
 from cogwm.stats.means import DifferenceEstimate, MeanEstimate
+from cogwm.validate.status import MIN_SEPARATION_SCENARIOS, NOT_VALIDATED, separation
 
 _SIGNED = {"cts", "auc", "delta", "e_delta", "b_delta", "d_delta", "i_delta"}
 
@@ -100,7 +100,7 @@ def difference_verdict(
     report: ArenaReport, difference: DifferenceEstimate
 ) -> tuple[bool | None, str | None]:
     """Whether ``difference`` separates its two agents, or why that is not said (see
-    :func:`cogwm.simulator.validate.status.separation`)."""
+    :func:`cogwm.validate.status.separation`)."""
     est = difference.difference
     return separation(
         est.ci_low, est.ci_high, difference.n_shared, report.simulator, tasks=report.tasks

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from cogwm.arena.run_data import ConversationData, RunData
 from cogwm.arena.scenarios import describe_scenarios
 from cogwm.arena.termination import Termination
 from cogwm.arena.windows import Windows
@@ -26,8 +27,6 @@ from cogwm.metrics.aggregate import (
     correlation_matrix,
     discriminability,
 )
-from cogwm.report.data import ConversationData, RunData
-from cogwm.simulator.validate.status import SimulatorStatus, simulator_status
 from cogwm.stats.means import (
     DifferenceEstimate,
     MeanEstimate,
@@ -35,6 +34,7 @@ from cogwm.stats.means import (
     paired_difference,
     scenario_table,
 )
+from cogwm.validate.status import SimulatorStatus, simulator_status
 
 #: Table 6 columns: (header, metric name, scale).
 TABLE6_COLUMNS: tuple[tuple[str, str, float], ...] = (

@@ -35,7 +35,7 @@ from cogwm.schema import BDI, CognitiveState, Emotion, Role, StateItem, TaskSpec
 from cogwm.schema.lexicon import INTENSITIES, valence_table
 
 if TYPE_CHECKING:
-    from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup
+    from cogwm.schema.transcript import ArenaTurn, TurnOutput, UserSetup
 
 #: What the meter's user says every turn.
 UTTERANCE = "I see."
@@ -100,7 +100,7 @@ class SentimentMeter:
         self, task: TaskSpec, setup: UserSetup, turns: Sequence[ArenaTurn], *, seed: int
     ) -> TurnOutput:
         """The next state after the agent's last turn, and ``UTTERANCE``."""
-        from cogwm.arena.transcript import TurnOutput, latest_state
+        from cogwm.schema.transcript import TurnOutput, latest_state
 
         previous = latest_state(turns)
         if previous is None:

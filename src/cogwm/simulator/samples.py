@@ -26,6 +26,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from cogwm import tasks
+from cogwm.corpora.profiles import profile_from_metadata
 from cogwm.corpora.registry import ends_by_choice
 from cogwm.errors import InputError
 from cogwm.jsonl import dump_tagged, parse_tagged, read_lines, write_lines
@@ -158,9 +159,6 @@ def sample_context(dialogue: Dialogue, task: TaskSpec) -> str:
 
 def sample_profile(dialogue: Dialogue) -> Profile | None:
     """The user's profile: an annotated one, or Big Five from corpus metadata (P4G, INSPIRED)."""
-    # Imported here: the arena package is large and only this helper is needed from it.
-    from cogwm.arena.scenarios import profile_from_metadata
-
     return profile_from_metadata(dialogue)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
-from cogwm.models.types import CallRecord
+from cogwm.schema.calls import CallRecord
 from cogwm.store.connections import close_writer, connect_reader, connect_writer
 from cogwm.store.ownership import StoreKind, check_store, stamp
 from cogwm.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION

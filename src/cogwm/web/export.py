@@ -138,8 +138,8 @@ def export_conversation(
     row = next((r for r in store.conversations() if r.id == conversation_id), None)
     if row is None:
         raise InputError(f"{store.path} has no conversation {conversation_id}")
+    from cogwm.arena.run_data import states_of
     from cogwm.arena.scoring import conversation_metrics
-    from cogwm.report.data import states_of
     from cogwm.tasks import get, register_recorded
 
     run = store.run()

@@ -16,10 +16,10 @@ from typing import NamedTuple
 import numpy as np
 
 from cogwm import tasks
+from cogwm.arena.run_data import ConversationData, RunData
 from cogwm.errors import CogwmError
 from cogwm.metrics.trajectory import EmptyPolicy
-from cogwm.report.data import ConversationData, RunData
-from cogwm.report.plots import DIMENSIONS, GRID, dimension_series, mean_sem, on_grid
+from cogwm.report.series import DIMENSIONS, GRID, dimension_series, mean_sem, on_grid
 from cogwm.schema.lexicon import valence_table
 from cogwm.web.svg import Series, line_chart
 

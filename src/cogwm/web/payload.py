@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from cogwm import tasks
+from cogwm.arena.run_data import RunData, arm_name
 from cogwm.errors import CogwmError
 from cogwm.metrics.trajectory import EmptyPolicy, composite_series
-from cogwm.report.data import RunData, arm_name
 from cogwm.report.tables import PLAY_KIND
 from cogwm.schema import CognitiveState, StateItem
 from cogwm.store.db import ConversationRow, RunStore, TurnRow

@@ -85,8 +85,8 @@ class Row:
 
 def excluded_lines() -> frozenset[str]:
     """The counterfactual bank's and the scripted agents' lines (never trained on)."""
-    from cogwm.arena.scripted import SCRIPTS
-    from cogwm.simulator.validate.counterfactual import load_bank
+    from cogwm.simulator.counterfactual_bank import load_bank
+    from cogwm.tasks.scripts import SCRIPTS
 
     bank = load_bank()
     lines = {line for per_task in bank.lines.values() for ls in per_task.values() for line in ls}

@@ -23,7 +23,7 @@ from cogwm.simulator.transition.features import TurnView, view_of_history
 from cogwm.simulator.transition.model import file_digest, load_model
 
 if TYPE_CHECKING:
-    from cogwm.arena.transcript import ArenaTurn, TurnOutput, UserSetup
+    from cogwm.schema.transcript import ArenaTurn, TurnOutput, UserSetup
 
 #: What the transition model's user says every turn.
 UTTERANCE = "I see."
@@ -31,7 +31,7 @@ UTTERANCE = "I see."
 
 def turns_view(task: TaskSpec, turns: Sequence[ArenaTurn]) -> TurnView:
     """The view of an arena conversation: its turns and the latest user state in them."""
-    from cogwm.arena.transcript import latest_state
+    from cogwm.schema.transcript import latest_state
 
     history = [("agent" if t.role is Role.AGENT else "user", t.text) for t in turns]
     return view_of_history(task.name, history, latest_state(turns))
@@ -66,7 +66,7 @@ class TransitionSimulator:
         self, task: TaskSpec, setup: UserSetup, turns: Sequence[ArenaTurn], *, seed: int
     ) -> TurnOutput:
         """The next state after the agent's last turn, and :data:`UTTERANCE`."""
-        from cogwm.arena.transcript import TurnOutput
+        from cogwm.schema.transcript import TurnOutput
 
         self._check_task(task)
         if not any(t.role is Role.AGENT for t in turns):

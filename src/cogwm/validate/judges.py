@@ -22,9 +22,9 @@ from cogwm.models.model import Model
 from cogwm.models.types import Sampling, StructuredOutputError
 from cogwm.schema import Dialogue
 from cogwm.schema.labels import P4GMeta
-from cogwm.simulator.validate.card import Baselines, Figure
-from cogwm.simulator.validate.figures import IntArray, Scope, cluster_bootstrap
-from cogwm.simulator.validate.items import Heldout, held_out
+from cogwm.validate.card import Baselines, Figure
+from cogwm.validate.figures import IntArray, Scope, cluster_bootstrap
+from cogwm.validate.items import Heldout, held_out
 
 #: Turns the judge reads: the opening (the arena's cold start is two rounds) and the last ones.
 OPENING_TURNS = 4
@@ -145,9 +145,9 @@ async def _intent(model: Model, dialogue: JudgedDialogue, seed: int) -> bool | N
     """The arena's intent detector, asked about the conversation cut as ``dialogue`` says."""
     from cogwm.arena.config import ModelConfig
     from cogwm.arena.participants import IntentDetector
-    from cogwm.arena.termination import Phase
-    from cogwm.arena.transcript import ArenaTurn
     from cogwm.schema import Role
+    from cogwm.schema.termination import Phase
+    from cogwm.schema.transcript import ArenaTurn
 
     turns = [
         ArenaTurn(index=i, round=0, role=Role(role), phase=Phase.SIMULATED, text=text)

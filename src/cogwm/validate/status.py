@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cogwm.errors import InputError
-from cogwm.simulator.validate.card import Card, Check, read_card, write_card
+from cogwm.validate.card import Card, Check, read_card, write_card
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def cards_dir() -> Path:
 
 def shipped_cards_root() -> Path:
     """The folder holding the world models shipped with cogwm (one subfolder each)."""
-    return Path(__file__).resolve().parents[2] / "data" / "world_models"
+    return Path(__file__).resolve().parents[1] / "data" / "world_models"
 
 
 def registered_name(card: Card, part: str | None = None) -> str:

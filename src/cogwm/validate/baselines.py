@@ -42,19 +42,19 @@ import numpy.typing as npt
 
 from cogwm.schema import CognitiveState
 from cogwm.simulator.format import Mode
-from cogwm.simulator.validate.card import Figure, Gate
-from cogwm.simulator.validate.figures import (
+from cogwm.stats.bootstrap import IntArray, Settings, auroc_or_none, paired_difference
+from cogwm.validate.card import Figure, Gate
+from cogwm.validate.figures import (
     Scope,
     accuracy_figure,
     auroc_figure,
     macro_f1_figure,
     mae_figure,
 )
-from cogwm.simulator.validate.items import Item
-from cogwm.stats.bootstrap import IntArray, Settings, auroc_or_none, paired_difference
+from cogwm.validate.items import Item
 
 if TYPE_CHECKING:
-    from cogwm.simulator.validate.reader import Reading
+    from cogwm.validate.inputs import Reading
 
 #: A figure's answer for one item: a score, a label or a number.
 Answer = float | str

@@ -28,14 +28,14 @@ from cogwm.arena.preflight import preflight
 from cogwm.arena.scenarios import ScenarioSource, builtin_scenarios
 from cogwm.arena.scoring import conversation_metrics
 from cogwm.errors import InputError
-from cogwm.simulator.validate.card import CARD_SCHEMA, Card, Check
-from cogwm.simulator.validate.status import MIN_SEPARATION_SCENARIOS
 from cogwm.stats.means import (
     DEFAULT_RESAMPLES,
     DifferenceEstimate,
     paired_difference,
     scenario_table,
 )
+from cogwm.validate.card import CARD_SCHEMA, Card, Check
+from cogwm.validate.status import MIN_SEPARATION_SCENARIOS
 
 #: The check's name in a validity card.
 CHECK_NAME = "arena_sensitivity"
@@ -205,7 +205,7 @@ def _difference(
 
 def read_conversations(db: Path) -> tuple[list[Conversation], int]:
     """The finished conversations of the run in ``db`` and how many failed or did not finish."""
-    from cogwm.report import load_run
+    from cogwm.arena.run_data import load_run
     from cogwm.store import RunStore
 
     with RunStore(db, read_only=True) as store:
@@ -317,7 +317,7 @@ def update_card(
         InputError: The file is not a card, or a card of another simulator (another model
             address or backend identity).
     """
-    from cogwm.simulator.validate.card import read_card, write_card
+    from cogwm.validate.card import read_card, write_card
 
     if path.exists():
         card = read_card(path)
@@ -459,7 +459,7 @@ def record_checks(
             be written.
     """
     from cogwm.arena.provenance import package_versions
-    from cogwm.simulator.validate.status import cards_dir, register_card, registered_name
+    from cogwm.validate.status import cards_dir, register_card, registered_name
 
     identity = plan_identity(plan, load_model)
     if identity is None:

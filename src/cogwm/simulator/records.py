@@ -31,6 +31,8 @@ from pydantic import Field, ValidationError, model_validator
 from cogwm.errors import InputError
 from cogwm.metrics.turn import FidelitySample
 from cogwm.schema import CognitiveState, Dialogue, Record, Role, Turn
+from cogwm.simulator.samples import parse_sample
+from cogwm.simulator.simulate import gold_record
 
 
 class FidelityRecord(Record):
@@ -126,10 +128,6 @@ def _dialogue_records(dialogue: Dialogue) -> list[FidelityRecord]:
 
 
 def _sample_record(line: str, where: str) -> FidelityRecord:
-    # Imported here: the simulator package imports the metrics' schema side.
-    from cogwm.simulator.samples import parse_sample
-    from cogwm.simulator.simulate import gold_record
-
     return FidelityRecord.model_validate(gold_record(parse_sample(line, where)), strict=False)
 
 

@@ -16,7 +16,7 @@ in valence x intensity) should separate:
   the counsellor's, and how much a client's state moves within one session is a weak echo of it.
 
 Both comparisons score clean held-out dialogues only, as the card's parts do
-(:func:`cogwm.simulator.validate.items.clean_test`): a dialogue with a user line of 8+ words
+(:func:`cogwm.validate.items.clean_test`): a dialogue with a user line of 8+ words
 that also occurs in its corpus's train split is left out, and the note says how many were.
 
 The figure is the AUROC of ``Δs_t`` (the first group positive) with a bootstrap interval over
@@ -44,9 +44,17 @@ from cogwm.schema.partial import LabelledDialogue
 from cogwm.simulator.format import WorldModelInput
 from cogwm.simulator.samples import shown_text, turn_inputs
 from cogwm.simulator.splits import annomi_quality_holdout, base_id
-from cogwm.simulator.validate.card import Check, PartInfo
-from cogwm.simulator.validate.figures import Settings
-from cogwm.simulator.validate.items import (
+from cogwm.stats.bootstrap import (
+    PairedDifference,
+    auroc_interval,
+    auroc_or_none,
+    auroc_value,
+    paired_difference,
+)
+from cogwm.validate.card import Check, PartInfo
+from cogwm.validate.figures import Settings
+from cogwm.validate.inputs import Reading
+from cogwm.validate.items import (
     Heldout,
     Item,
     clean_held_out,
@@ -55,15 +63,7 @@ from cogwm.simulator.validate.items import (
     unclean_words,
     unimproved,
 )
-from cogwm.simulator.validate.parts import sample_items, valence_score
-from cogwm.simulator.validate.reader import Reading
-from cogwm.stats.bootstrap import (
-    PairedDifference,
-    auroc_interval,
-    auroc_or_none,
-    auroc_value,
-    paired_difference,
-)
+from cogwm.validate.parts import sample_items, valence_score
 
 #: The card part that runs this check.
 KNOWN_GROUPS = "known_groups"

@@ -29,17 +29,19 @@ from cogwm.models.model import Model
 from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
-from cogwm.simulator.validate import counterfactual, groups
-from cogwm.simulator.validate.baselines import Fitted, fit_rules, state_figures
-from cogwm.simulator.validate.card import Card, Check, Figure, PartInfo
-from cogwm.simulator.validate.figures import (
+from cogwm.stats.means import DEFAULT_RESAMPLES
+from cogwm.validate import counterfactual, groups
+from cogwm.validate.baselines import Fitted, fit_rules, state_figures
+from cogwm.validate.card import Card, Check, Figure, PartInfo
+from cogwm.validate.figures import (
     Scope,
     Settings,
     memorisation_figure,
     utterance_figures,
 )
-from cogwm.simulator.validate.items import Heldout, Item, Population
-from cogwm.simulator.validate.judges import (
+from cogwm.validate.inputs import ABLATIONS, Reading, check_ablation
+from cogwm.validate.items import Heldout, Item, Population
+from cogwm.validate.judges import (
     LAST_TURNS,
     OPENING_TURNS,
     JudgedDialogue,
@@ -47,8 +49,8 @@ from cogwm.simulator.validate.judges import (
     judge_figures,
     judge_sets,
 )
-from cogwm.simulator.validate.memorisation import NgramIndex, train_file, training_index
-from cogwm.simulator.validate.parts import (
+from cogwm.validate.memorisation import NgramIndex, train_file, training_index
+from cogwm.validate.parts import (
     JUDGES,
     NOT_YET,
     PARTS,
@@ -58,19 +60,12 @@ from cogwm.simulator.validate.parts import (
     sample_items,
     union,
 )
-from cogwm.simulator.validate.reader import (
-    ABLATIONS,
-    Reading,
-    check_ablation,
-    check_pipeline,
-    read_items,
-)
-from cogwm.stats.means import DEFAULT_RESAMPLES
+from cogwm.validate.reader import check_pipeline, read_items
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from cogwm.arena.simulators import PythonSimulator
+    from cogwm.arena.factories import PythonSimulator
 
     #: What a card measures: a model, or a Python simulator that sets the state (prediction mode).
     Simulator: TypeAlias = Model | PythonSimulator
@@ -225,7 +220,7 @@ def build_card(
             dialogue).
         seed: Seed of the sampling, of the model's decoding and of the bootstrap.
         resamples: Bootstrap resamples per interval.
-        ablation: Input switch (:data:`~cogwm.simulator.validate.reader.ABLATIONS`).
+        ablation: Input switch (:data:`~cogwm.validate.inputs.ABLATIONS`).
         heldout: Which dialogues of corpora without an official split are items.
         modes: ``understand`` (the real turn is given, the state is asked) and/or ``predict``
             (state and utterance are asked; adds the utterance tier).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -18,7 +18,6 @@ from cogwm import tasks
 from cogwm.errors import InputError
 from cogwm.models.model import Model
 from cogwm.models.types import ModelCallError, Sampling, StructuredOutputError
-from cogwm.schema import CognitiveState, Profile
 from cogwm.simulator.format import (
     UTTERANCE_CHARS,
     Mode,
@@ -31,21 +30,11 @@ from cogwm.simulator.format import (
     task_output_models,
     to_state,
 )
-from cogwm.simulator.validate.items import Item
+from cogwm.validate.inputs import Reading, world_model_input
+from cogwm.validate.items import Item
 
 if TYPE_CHECKING:
-    from cogwm.arena.simulators import PythonSimulator
-
-#: Input switches: which parts of the input the simulator is not shown (paper Tables 5, 17, 19).
-ABLATIONS: dict[str, str] = {
-    "none": "the full input",
-    "no_big_five": "without the Big Five",
-    "no_styles": "without communication and decision style",
-    "no_task_features": "without task features",
-    "no_profile": "without the whole profile",
-    "no_previous_state": "without the previous state",
-    "no_anything": "without profile, context and the initial and previous states",
-}
+    from cogwm.arena.factories import PythonSimulator
 
 #: How the simulator is called: ``joint`` (one structured call for state and utterance, the world
 #: model), ``dual`` (a plain call writes the utterance, a second call reads the state from it in
@@ -76,54 +65,6 @@ DUAL_MAX_TOKENS = 80
 MAX_TOKENS = 300
 #: Calls in flight at once (the model interface applies its own per-endpoint limits on top).
 CONCURRENCY = 8
-
-
-class Reading(NamedTuple):
-    """The simulator's answer for one item; ``state`` is None when the call failed."""
-
-    state: CognitiveState | None
-    utterance: str | None
-    error: str | None
-
-
-def check_ablation(name: str) -> str:
-    """``name`` if it is a known input switch.
-
-    Raises:
-        InputError: An unknown switch (the message lists the known ones).
-    """
-    if name not in ABLATIONS:
-        raise InputError(f"unknown ablation {name!r}; choose from {', '.join(ABLATIONS)}")
-    return name
-
-
-def _ablated_profile(profile: Profile | None, ablation: str) -> Profile | None:
-    if profile is None or ablation in ("no_profile", "no_anything"):
-        return None
-    if ablation == "no_big_five":
-        return profile.model_copy(update={"big_five": None})
-    if ablation == "no_styles":
-        return profile.model_copy(update={"communication_style": "", "decision_style": ""})
-    if ablation == "no_task_features":
-        return profile.model_copy(update={"task_features": {}})
-    return profile
-
-
-def world_model_input(item: Item, mode: Mode, ablation: str = "none") -> WorldModelInput:
-    """The simulator's input for ``item`` under an input switch; in ``understand`` mode the real
-    turn ends the history."""
-    inp = item.inp
-    history = [*inp.history, ("user", item.utterance)] if mode == "understand" else inp.history
-    update: dict[str, object] = {
-        "history": history,
-        "mode": mode,
-        "profile": _ablated_profile(inp.profile, ablation),
-    }
-    if ablation == "no_anything":
-        update.update(context="", initial_state=None, previous_state=None)
-    elif ablation == "no_previous_state":
-        update["previous_state"] = None
-    return inp.model_copy(update=update)
 
 
 async def _read_one(
@@ -240,13 +181,13 @@ async def read_items(
     timeouts after retries) is too; when every call fails that way the run stops.
 
     A Python simulator (not a model) is read by
-    :func:`~cogwm.simulator.validate.python_sim.read_python_items` instead.
+    :func:`~cogwm.validate.python_sim.read_python_items` instead.
 
     Raises:
         InputError: Every call failed with a model-call error (the first one is named).
     """
     if not isinstance(model, Model):
-        from cogwm.simulator.validate.python_sim import read_python_items
+        from cogwm.validate.python_sim import read_python_items
 
         return read_python_items(model, items, mode, seed=seed, ablation=ablation, on_done=on_done)
     sampling = Sampling(temperature=0.0, max_tokens=MAX_TOKENS, seed=seed)

@@ -3,7 +3,7 @@
 ::
 
     from cogwm import models
-    from cogwm.simulator.validate import build_card, write_card
+    from cogwm.validate import build_card, write_card
 
     card = build_card(models.load("llamacpp:smollm2"), address="llamacpp:smollm2",
                       data_dir=Path("data"), limit=60)
@@ -15,7 +15,7 @@ bootstrap CIs, baselines), ``parts`` (what each part measures), ``run`` (the car
 ``compare`` (cards side by side).
 """
 
-from cogwm.simulator.validate.card import (
+from cogwm.validate.card import (
     CARD_SCHEMA,
     Baselines,
     Card,
@@ -27,10 +27,10 @@ from cogwm.simulator.validate.card import (
     read_card,
     write_card,
 )
-from cogwm.simulator.validate.compare import Comparison, compare, text_rows, to_csv
-from cogwm.simulator.validate.parts import NOT_YET, PARTS
-from cogwm.simulator.validate.reader import ABLATIONS
-from cogwm.simulator.validate.run import DEFAULT_PARTS, build_card
+from cogwm.validate.compare import Comparison, compare, text_rows, to_csv
+from cogwm.validate.inputs import ABLATIONS
+from cogwm.validate.parts import NOT_YET, PARTS
+from cogwm.validate.run import DEFAULT_PARTS, build_card
 
 __all__ = [
     "ABLATIONS",

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from cogwm.simulator.validate.card import Baselines, Figure, ItemRow
-
 # Re-exported (``as``): the card's figures and comparisons share the one cluster bootstrap.
 from cogwm.stats.bootstrap import IntArray as IntArray
 from cogwm.stats.bootstrap import Settings as Settings
@@ -31,9 +29,10 @@ from cogwm.stats.means import (
     mean_estimate,
     optional_mean,
 )
+from cogwm.validate.card import Baselines, Figure, ItemRow
 
 if TYPE_CHECKING:
-    from cogwm.simulator.validate.memorisation import NgramIndex
+    from cogwm.validate.memorisation import NgramIndex
 
 #: Draws of the random baseline for statistics without a closed form (macro-F1).
 RANDOM_DRAWS = 200

@@ -18,9 +18,9 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
-from cogwm.simulator.validate.card import Card, Figure, Gate
-from cogwm.simulator.validate.figures import Settings
 from cogwm.stats.bootstrap import Statistic, auroc_or_none, paired_difference
+from cogwm.validate.card import Card, Figure, Gate
+from cogwm.validate.figures import Settings
 
 
 class Cell(BaseModel):

@@ -14,7 +14,7 @@ they give.
   commit to donating against turns that refuse, and of the intention at each dialogue's last
   persuadee turn for people who then donated (B6 > 0) against those who did not.
 
-Every state figure is a :class:`~cogwm.simulator.validate.baselines.StateRule`: how its items'
+Every state figure is a :class:`~cogwm.validate.baselines.StateRule`: how its items'
 gold, the simulator's answer and the value the prompt shows are read. The card gives each on all
 items, on change items and on items that show no previous value, with the trivial rules (carry
 the shown state forward, a sentiment lexicon, a text classifier, their combination) beside it;
@@ -36,10 +36,11 @@ from cogwm.schema.partial import LabelledDialogue
 from cogwm.simulator.clean import clean_heldout, corpus_train_lines
 from cogwm.simulator.samples import task_for_corpus
 from cogwm.simulator.splits import plan_splits
-from cogwm.simulator.validate.baselines import Answer, StateRule, rule_figure
-from cogwm.simulator.validate.card import Figure
-from cogwm.simulator.validate.figures import Scope
-from cogwm.simulator.validate.items import (
+from cogwm.validate.baselines import Answer, StateRule, rule_figure
+from cogwm.validate.card import Figure
+from cogwm.validate.figures import Scope
+from cogwm.validate.inputs import Reading
+from cogwm.validate.items import (
     DD_LEXICON_LABELS,
     DD_VALENCE,
     Heldout,
@@ -57,7 +58,6 @@ from cogwm.simulator.validate.items import (
     esconv_populations,
     p4g_populations,
 )
-from cogwm.simulator.validate.reader import Reading
 
 #: The intensities a simulator may answer, as numbers (the MAE's random baseline).
 INTENSITIES_F: tuple[float, ...] = tuple(float(i) for i in INTENSITIES)

@@ -20,12 +20,12 @@ from cogwm import tasks
 from cogwm.errors import CogwmError, InputError
 from cogwm.schema import Profile, Role, TaskSpec
 from cogwm.simulator.format import Mode, WorldModelInput
-from cogwm.simulator.validate.items import Item
-from cogwm.simulator.validate.reader import Reading, world_model_input
+from cogwm.validate.inputs import Reading, world_model_input
+from cogwm.validate.items import Item
 
 if TYPE_CHECKING:
-    from cogwm.arena.simulators import PythonSimulator
-    from cogwm.arena.transcript import ArenaTurn
+    from cogwm.arena.factories import PythonSimulator
+    from cogwm.schema.transcript import ArenaTurn
 
 #: The transition model's Python simulator (``transition:FILE`` addresses).
 TRANSITION_FACTORY = "cogwm.simulator.transition.simulator:TransitionSimulator"
@@ -40,7 +40,7 @@ def load_simulator(address: str) -> PythonSimulator:
         InputError: Another kind of address.
         ConfigError: The factory cannot be imported or built, or the file cannot be read.
     """
-    from cogwm.arena.simulators import python_simulator
+    from cogwm.arena.factories import python_simulator
 
     kind, _, rest = address.partition(":")
     if kind == "python" and ":" in rest:
@@ -66,8 +66,8 @@ def arena_turns(
     Raises:
         ValueError: The shown history does not end with an agent turn.
     """
-    from cogwm.arena.termination import Phase
-    from cogwm.arena.transcript import ArenaTurn, UserSetup
+    from cogwm.schema.termination import Phase
+    from cogwm.schema.transcript import ArenaTurn, UserSetup
 
     if not inp.history or inp.history[-1][0] != "agent":
         raise ValueError("the item's history does not end with an agent turn")
@@ -94,7 +94,7 @@ def arena_turns(
 
 def read_one(simulator: PythonSimulator, item: Item, ablation: str, seed: int) -> Reading:
     """The simulator's next state for one item (a failed reading when it refuses the input)."""
-    from cogwm.arena.transcript import UserSetup
+    from cogwm.schema.transcript import UserSetup
 
     inp = world_model_input(item, "predict", ablation)
     task = tasks.get(inp.task)
@@ -112,8 +112,8 @@ def read_one(simulator: PythonSimulator, item: Item, ablation: str, seed: int) -
 
 def opening_turns(inp: WorldModelInput) -> list[ArenaTurn]:
     """The user's shown turns (no agent turn among them) as cold-start arena turns."""
-    from cogwm.arena.termination import Phase
-    from cogwm.arena.transcript import ArenaTurn
+    from cogwm.schema.termination import Phase
+    from cogwm.schema.transcript import ArenaTurn
 
     return [
         ArenaTurn(index=i, round=0, role=Role.USER, phase=Phase.COLD_START, text=text)
