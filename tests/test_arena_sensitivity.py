@@ -361,3 +361,10 @@ def test_a_validation_split_takes_corpus_cold_starts_on_every_task(real_data_dir
         assert (val.scenarios, val.scenario_split) == ("corpus", "val")
         assert test.scenario_split == "test"
     assert test.scenarios == "corpus"  # PD's check: test cold starts; ESC's: built-in scenarios
+
+
+def test_a_transition_model_file_runs_as_its_python_simulator() -> None:
+    from cogwm.simulator.validate.python_sim import TRANSITION_FACTORY
+
+    section = check.simulator_section("transition:models/t.json")
+    assert section == {"python": TRANSITION_FACTORY, "options": {"path": "models/t.json"}}

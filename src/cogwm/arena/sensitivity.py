@@ -97,7 +97,13 @@ def passes(
 
 
 def simulator_section(address: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ``[simulator]`` of a run: ``python:<package.module:factory>`` or a model address."""
+    """The ``[simulator]`` of a run: ``python:<package.module:factory>``, ``transition:FILE``
+    (a fitted transition model, as ``cogwm validate --simulator`` takes it) or a model address."""
+    if address.startswith("transition:"):
+        from cogwm.simulator.validate.python_sim import TRANSITION_FACTORY
+
+        path = address.removeprefix("transition:")
+        return {"python": TRANSITION_FACTORY, "options": {**(options or {}), "path": path}}
     if address.startswith("python:"):
         return {"python": address.removeprefix("python:"), "options": dict(options or {})}
     return {"model": address, "options": dict(options or {})}
