@@ -10,12 +10,17 @@ For each simulator address (``transition:FILE``, ``python:cogwm.simulator.rule:S
    validation dialogues of ESConv, PersuasionForGood and AnnoMI), in valence x intensity and in
    Comp_t, each with its 95 % CI and n.
 
+3. With ``--sensitivity FOLDER``: arena sensitivity (scripted supportive, dismissive and hostile
+   agents, common random numbers) on ESC and PD with corpus cold starts from the *validation*
+   split, so that the check's own scenarios (ESC's built-in ones, PD's test cold starts) stay
+   unseen; mean CTS per agent and supportive - dismissive with its 95 % CI over scenarios.
+
 The known-groups check runs on the FailedESConv hold-out only (the gate's test set), so it is
 not measured here.
 
 Usage: python bench/bench_transition_val.py --data-dir DIR --samples-manifest M.json
        SIMULATOR [SIMULATOR ...] [--histories 120] [--resamples 2000] [--seed 0]
-       [--skip-dailydialog] [--skip-counterfactual]
+       [--skip-dailydialog] [--skip-counterfactual] [--sensitivity FOLDER --scenarios 20]
 """
 
 from __future__ import annotations
@@ -125,6 +130,39 @@ def counterfactual_val(address: str, sets: list[cf.HistorySet], settings: Settin
     return checks
 
 
+#: The transition model's arena factory (a ``transition:FILE`` address in the card).
+TRANSITION_FACTORY = "python:cogwm.simulator.transition.simulator:TransitionSimulator"
+
+
+def sensitivity_val(address: str, folder: Path, data_dir: Path, scenarios: int, seed: int) -> None:
+    """Arena sensitivity of one simulator on validation cold starts of ESC and PD."""
+    from cogwm.validate.sensitivity import AGENTS, CONTRASTS, Plan, interval_text, run_sensitivity
+
+    options = None
+    if address.startswith("transition:"):
+        options = {"path": str(Path(address.removeprefix("transition:")).resolve())}
+        address = TRANSITION_FACTORY
+    plan = Plan(
+        simulator=address,
+        folder=folder,
+        scenarios=scenarios,
+        seed=seed,
+        data_dir=data_dir,
+        simulator_options=options,
+        scenario_split="val",
+    )
+    for result in run_sensitivity(plan, show_progress=False):
+        means = " ".join(f"{a} {_num(result.means[a])}" for a in AGENTS)
+        contrasts = "; ".join(
+            f"{a}-{b} {interval_text(result.differences[(a, b)])}" for a, b in CONTRASTS
+        )
+        print(
+            f"{options['path'] if options else address} | sensitivity.{result.task} | {means} | "
+            f"{contrasts} | failed={result.n_failed} passed={result.passed}",
+            flush=True,
+        )
+
+
 def main() -> None:
     """Parse the arguments and print every figure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -136,6 +174,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-dailydialog", action="store_true")
     parser.add_argument("--skip-counterfactual", action="store_true")
+    parser.add_argument("--sensitivity", type=Path, help="Folder of the sensitivity run stores.")
+    parser.add_argument("--scenarios", type=int, default=20)
     args = parser.parse_args()
     extensions.register()
     heldout = heldout_from_manifest(args.samples_manifest, "test")
@@ -147,6 +187,15 @@ def main() -> None:
             counterfactual_val(address, sets, settings)
     if not args.skip_dailydialog:
         dailydialog_val(args.simulators, args.data_dir, heldout, settings)
+    if args.sensitivity is not None:
+        for address in args.simulators:
+            sensitivity_val(
+                address, args.sensitivity / _slug(address), args.data_dir, args.scenarios, args.seed
+            )
+
+
+def _slug(address: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in address).strip("-")[-60:]
 
 
 if __name__ == "__main__":

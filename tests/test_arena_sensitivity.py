@@ -352,3 +352,19 @@ def test_a_model_simulators_config_hash_is_what_it_was() -> None:
     expected = "0b5b1f01bbf96873bf6c037531eac394069fde0a32f6ac67e9b69aa1cbc710bc"
     assert config_hash(parse_config(raw)) == expected
     assert config_hash(parse_config({**raw, "good_outcome": False})) != expected
+
+
+def test_a_validation_split_takes_corpus_cold_starts_on_every_task(real_data_dir: Path) -> None:
+    for task in check.TASKS:
+        test = check.sensitivity_config(RULE, task, data_dir=real_data_dir)
+        val = check.sensitivity_config(RULE, task, data_dir=real_data_dir, scenario_split="val")
+        assert (val.scenarios, val.scenario_split) == ("corpus", "val")
+        assert test.scenario_split == "test"
+    assert test.scenarios == "corpus"  # PD's check: test cold starts; ESC's: built-in scenarios
+
+
+def test_a_transition_model_file_runs_as_its_python_simulator() -> None:
+    from cogwm.validate.python_sim import TRANSITION_FACTORY
+
+    section = check.simulator_section("transition:models/t.json")
+    assert section == {"python": TRANSITION_FACTORY, "options": {"path": "models/t.json"}}

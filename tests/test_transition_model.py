@@ -4,6 +4,7 @@ the state, and its JSON file predicts exactly what the fitted model did, run aft
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -142,3 +143,27 @@ def test_the_emotion_takes_the_valence_heads_sign_and_size() -> None:
     assert model._emotion(np.array([0.9, 0.1]), 2.2) == Emotion(label="hope", intensity=1)
     # No label without valence sign was seen: inside the band the most probable label stands.
     assert model._emotion(np.array([0.9, 0.1]), 0.1) == Emotion(label="anger", intensity=1)
+
+
+def test_pleasant_weight_mixes_the_label_heads_pleasant_share_into_the_valence() -> None:
+    model = _fit(max_features=200)
+    x = model.features(_rows(1)[0].view)
+    head = float(model.valence_head.scores(x)[0])
+    probabilities = np.array([0.2, 0.8])  # anger (unpleasant) 0.2, hope (pleasant) 0.8
+    assert model.valence_value(x, probabilities) == pytest.approx(head)
+    mixed = replace(model, settings={**model.settings, "pleasant_weight": 0.5})
+    # share 0.8 -> 3 * (2 * 0.8 - 1) = 1.8, half of it beside half of the head
+    assert mixed.valence_value(x, probabilities) == pytest.approx(0.5 * head + 0.9)
+    share_only = replace(model, settings={**model.settings, "pleasant_weight": 1.0})
+    assert share_only.valence_value(x, np.array([0.9, 0.1])) == pytest.approx(-2.4)
+    with pytest.raises(InputError, match="pleasant-weight"):
+        Settings(pleasant_weight=1.5).check()
+
+
+def test_pleasant_weight_is_kept_in_the_model_file(tmp_path: Path) -> None:
+    model = _fit(max_features=200, pleasant_weight=0.5)
+    save_model(model, tmp_path / "t.json")
+    loaded = load_model(tmp_path / "t.json")
+    assert loaded.settings["pleasant_weight"] == 0.5
+    for row in _rows(8):
+        assert loaded.predict(row.view).emotion == model.predict(row.view).emotion

@@ -3,6 +3,8 @@ never a known-groups hold-out dialogue, never a counterfactual-bank or scripted-
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +64,28 @@ def test_a_bank_line_among_the_turns_is_dropped_and_counted(
     assert summary["dropped_bank_or_script_lines"] >= 1
     assert len(kept) == len(found) - summary["dropped_bank_or_script_lines"]
     assert all(r.view.agent != line for r in kept)
+
+
+def _normalised(text: str) -> str:
+    return " " + " ".join(re.findall(r"[a-z0-9']+", text.lower())) + " "
+
+
+def test_no_bank_or_script_line_occurs_in_the_training_samples_or_rows(
+    samples: Path, rows: tuple[list[fit.Row], dict[str, Any]]
+) -> None:
+    """The counterfactual bank's and the scripted agents' lines (the arena-sensitivity check's
+    and the quickstart's dismissive control's) never occur, even inside a longer turn, in what
+    either simulator trains on: the samples' train.jsonl (the LoRA's data) and the transition
+    model's rows."""
+    forbidden = {_normalised(line) for line in excluded_lines()}
+    assert len(forbidden) > 100  # the bank and the scripts were found
+    found, _ = rows
+    turns = [_normalised(t) for r in found for t in (r.view.agent, r.view.user)]
+    with (samples / "train.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            texts = [m["content"] for m in record["messages"]] + [record["target"]]
+            turns += [_normalised(t) for t in texts]
+    assert len(turns) > 10_000
+    text = "\n".join(turns)
+    assert not [line for line in forbidden if line in text]

@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +181,22 @@ def test_the_shipped_card_is_the_world_models_and_reports_finds_it() -> None:
     assert card.model_identity == identity
     status = simulator_status(WORLD_MODEL, identity)
     assert not status.trusted and "arena sensitivity: failed" in status.line()
+
+
+def test_the_quickstarts_simulated_user_is_said_to_be_not_validated(tmp_path: Path) -> None:
+    """Until a simulator passes the release gate, the quickstart's default simulated user is the
+    world model, and the status line the quickstart prints under its leaderboard says, from the
+    shipped card alone (no registered card), that its rankings are not validated."""
+    from cogwm.validate.card import read_card
+    from cogwm.validate.release import release_gate
+    from cogwm.validate.status import NOT_VALIDATED, simulator_status
+
+    config = quickstart_config(Preset.QUICK)
+    assert config.simulator.model == WORLD_MODEL
+    card = read_card(FOLDER / "card.json")
+    assert not release_gate(card).passed
+    status = simulator_status(
+        WORLD_MODEL, card.model_identity, tasks=("ESC", "PD"), folder=tmp_path / "no-cards"
+    )
+    assert status.has_card and not status.trusted
+    assert status.line().endswith(NOT_VALIDATED)

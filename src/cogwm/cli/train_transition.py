@@ -42,6 +42,14 @@ def train_transition(
         int, typer.Option("--max-features", min=1, help="TF-IDF columns per text.")
     ] = 5000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the solvers.")] = 0,
+    pleasant_weight: Annotated[
+        float,
+        typer.Option(
+            "--pleasant-weight",
+            help="Share (0 to 1) of the predicted valence taken from the label head's "
+            "probability of pleasant labels instead of the valence head.",
+        ),
+    ] = 0.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the training summary as JSON.")
     ] = False,
@@ -51,7 +59,7 @@ def train_transition(
     from cogwm.simulator.transition.fit import Settings, fit_model, training_rows
     from cogwm.simulator.transition.model import save_model
 
-    settings = Settings(features, c, alpha, max_features, seed).check()
+    settings = Settings(features, c, alpha, max_features, seed, pleasant_weight).check()
     if not samples.is_dir():
         raise InputError(f"--samples {samples}: no such directory")
     if out.is_dir() or not out.parent.is_dir():

@@ -166,6 +166,15 @@ def validate(
     compare_cards: Annotated[
         bool, typer.Option("--compare", help="Compare card files instead of measuring.")
     ] = False,
+    gate: Annotated[
+        bool,
+        typer.Option(
+            "--gate",
+            help="Run the release gate on card files (the simulator's card, then any cards "
+            "adding its checks, e.g. arena sensitivity's): a table of the criteria; exit 0 "
+            "when all pass, 1 when any fails or is undefined.",
+        ),
+    ] = False,
     paired: Annotated[
         bool,
         typer.Option(
@@ -185,15 +194,21 @@ def validate(
     random baselines; each state figure also with trivial rules (carry the shown state forward,
     VADER, TF-IDF, their combination), the gate against the best of them (chosen on the
     validation split), and again on its change and no-previous items. `cogwm validate --compare
-    a.json b.json` prints rows = figures, columns = simulators.
+    a.json b.json` prints rows = figures, columns = simulators; `cogwm validate --gate card.json
+    [sensitivity.json]` runs the release gate a simulator must pass to become the default.
     """
+    if gate:
+        from cogwm.cli.gate import run_gate
+
+        run_gate(cards or [], as_json=as_json)
+        return
     if compare_cards:
         # --json means --format json here too (every command with a table takes --json)
         fmt = "json" if as_json else output_format
         _compare(cards or [], fmt, paired=paired, resamples=resamples, seed=seed)
         return
     if cards:
-        raise InputError("card files are only read with --compare")
+        raise InputError("card files are only read with --compare or --gate")
     if (model is None) == (simulator is None):
         raise InputError(
             "pass --model ADDRESS or --simulator ADDRESS to measure a simulator, or --compare CARDS"

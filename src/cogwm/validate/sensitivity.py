@@ -97,7 +97,13 @@ def passes(
 
 
 def simulator_section(address: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ``[simulator]`` of a run: ``python:<package.module:factory>`` or a model address."""
+    """The ``[simulator]`` of a run: ``python:<package.module:factory>``, ``transition:FILE``
+    (a fitted transition model, as ``cogwm validate --simulator`` takes it) or a model address."""
+    if address.startswith("transition:"):
+        from cogwm.validate.python_sim import TRANSITION_FACTORY
+
+        path = address.removeprefix("transition:")
+        return {"python": TRANSITION_FACTORY, "options": {**(options or {}), "path": path}}
     if address.startswith("python:"):
         return {"python": address.removeprefix("python:"), "options": dict(options or {})}
     return {"model": address, "options": dict(options or {})}
@@ -120,9 +126,13 @@ def sensitivity_config(
     data_dir: Path | None = None,
     simulator_options: dict[str, Any] | None = None,
     concurrency: int = 4,
+    scenario_split: str = "test",
 ) -> ArenaConfig:
     """The arena config of one simulator on one task: the three scripted agents, paired seeds,
     ``rounds`` rounds every conversation (no intent detector), no GoodOutcome judge.
+
+    ``scenario_split`` other than ``test`` (e.g. ``val``, to choose among candidates without
+    meeting the check's own scenarios) takes corpus cold starts from that split on every task.
 
     Raises:
         ConfigError: A bad address, too few scenarios, or corpus cold starts without a data dir.
@@ -141,6 +151,8 @@ def sensitivity_config(
         "simulator": simulator_section(simulator, simulator_options),
         "agents": [{"name": name, "python": factory} for name, factory in AGENT_FACTORIES.items()],
     }
+    if scenario_split != "test":
+        raw["scenarios"], raw["scenario_split"] = "corpus", scenario_split
     if data_dir is not None:
         raw["data_dir"] = str(data_dir)
     config = parse_config(raw, source=f"sensitivity {task}")
@@ -351,6 +363,7 @@ class Plan(NamedTuple):
     simulator_options: dict[str, Any] | None = None
     concurrency: int = 4
     force: bool = False
+    scenario_split: str = "test"
 
 
 def run_sensitivity(
@@ -386,6 +399,7 @@ def run_sensitivity(
             data_dir=plan.data_dir,
             simulator_options=plan.simulator_options,
             concurrency=plan.concurrency,
+            scenario_split=plan.scenario_split,
         )
         for task in plan.tasks
     }  # every config checked before any run starts

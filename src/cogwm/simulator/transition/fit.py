@@ -48,13 +48,16 @@ MIN_BDI_ROWS = 50
 @dataclass(frozen=True)
 class Settings:
     """How a model is fitted: feature set, inverse regularisation ``c`` of the label head and
-    ridge ``alpha`` of the regressions, TF-IDF columns per text, and the seed."""
+    ridge ``alpha`` of the regressions, TF-IDF columns per text, the seed, and how much of the
+    predicted valence comes from the label head's pleasant share (``pleasant_weight``, 0 to 1;
+    see :meth:`cogwm.simulator.transition.model.TransitionModel.valence_value`)."""
 
     features: str = "per-task"
     c: float = 1.0
     alpha: float = 1.0
     max_features: int = 5000
     seed: int = 0
+    pleasant_weight: float = 0.0
 
     def check(self) -> Settings:
         """These settings, if valid.
@@ -68,6 +71,8 @@ class Settings:
             )
         if not (self.c > 0 and self.alpha > 0 and self.max_features >= 1):
             raise InputError("c and alpha must be positive and max-features at least 1")
+        if not 0.0 <= self.pleasant_weight <= 1.0:
+            raise InputError(f"pleasant-weight must be 0 to 1, got {self.pleasant_weight:g}")
         return self
 
 
