@@ -1,7 +1,7 @@
 """GoodOutcome for a finished arena conversation, through the metrics package's LLM judge.
 
 The judge (``cogwm.metrics.judge.judge_good_outcome``) asks whether the task's success criterion
-holds at the end of the transcript (DESIGN.md §5). An unparsable verdict is ``None`` and counted
+holds at the end of the transcript. An unparsable verdict is ``None`` and counted
 in the report; a call that fails for good raises ``ModelCallError`` and the conversation ends in
 error (``--resume`` runs it again).
 """

@@ -1,8 +1,8 @@
 """The turn loop of one conversation: cold start, agent and user turns, termination.
 
-Counting (DESIGN.md §2, §6): a round is an agent turn plus the user turn after it. Rounds 1-2 are
-copied from the scenario (cold start); the simulated rounds follow; the intent detector runs after
-every round from ``intent_from_round`` on; at most ``max_rounds`` rounds in all.
+Counting (docs/architecture.md, "Arena"): a round is an agent turn plus the user turn after it.
+Rounds 1-2 are copied from the scenario (cold start); the simulated rounds follow; the intent
+detector runs after every round from ``intent_from_round`` on; at most ``max_rounds`` rounds in all.
 """
 
 from __future__ import annotations

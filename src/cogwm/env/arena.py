@@ -6,7 +6,7 @@ reply and the simulated user's answer. The observation is the user's utterance (
 state too when ``reveal_state``); the user's state is always in ``info["state"]``.
 
 Reward: ``r_t = s_t - s_{t-1}``, the change in the task's composite score of the user's state
-(DESIGN.md §5; ``s_0`` is the state read from the cold start), so an episode's return is the
+(``s_0`` is the state read from the cold start), so an episode's return is the
 arena's Δ for the same conversation. ``info["components"]`` holds the state's parts (emotion
 valence and the B/D/I values) and ``info["composite"]`` is ``s_t``. With
 ``good_outcome_bonus``, the judge's GoodOutcome verdict at the end adds that bonus (an

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-#: Valence per emotion label. ``E_val = valence``; ``e = valence * intensity`` (DESIGN.md §2).
+#: Valence per emotion label. ``E_val = valence``; ``e = valence * intensity``
+#: (docs/architecture.md, "Cognitive state").
 DEFAULT_VALENCES: Mapping[str, float] = MappingProxyType(
     {
         "hope": 2.0,
