@@ -49,7 +49,7 @@ def judged_turns(turns: list[ArenaTurn], last: int) -> list[ArenaTurn]:
     return [*opening, *tail]
 
 
-async def judge_good_outcome(
+async def conversation_verdict(
     model: Model,
     config: ModelConfig,
     task: TaskSpec,
@@ -58,7 +58,8 @@ async def judge_good_outcome(
     seed: int,
     last_turns: int = JUDGED_TURNS,
 ) -> Verdict:
-    """The GoodOutcome verdict on the cold start and the last ``last_turns`` turns.
+    """The GoodOutcome verdict on the cold start and the last ``last_turns`` turns, asked through
+    the one GoodOutcome judge, ``cogwm.metrics.judge.judge_good_outcome``.
 
     Raises:
         ModelCallError: The judge's call failed for good.

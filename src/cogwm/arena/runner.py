@@ -25,7 +25,7 @@ from cogwm.arena.budget import Budget
 from cogwm.arena.collector import steady_collector
 from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
 from cogwm.arena.digests import Digests, ask_served_models
-from cogwm.arena.judging import Verdict, judge_good_outcome
+from cogwm.arena.judging import Verdict, conversation_verdict
 from cogwm.arena.orchestrator import Limits, Opening, Orchestrator, Outcome, cold_start_turns
 from cogwm.arena.participants import IntentDetector, ProfileAnnotator
 from cogwm.arena.progress import RunProgress
@@ -258,7 +258,7 @@ class ArenaRunner:
         judge = self.judge_model
         if not self.config.good_outcome or judge is None:
             return Verdict(None, NOT_JUDGED, None)
-        return await judge_good_outcome(
+        return await conversation_verdict(
             self.model(judge),
             judge,
             task,

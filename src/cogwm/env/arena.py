@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, Self
 
 from cogwm import tasks
 from cogwm.arena.config import ArenaConfig, ModelConfig, SimulatorConfig
-from cogwm.arena.judging import judge_good_outcome
+from cogwm.arena.judging import conversation_verdict
 from cogwm.arena.orchestrator import cold_start_turns
 from cogwm.arena.participants import IntentDetector, SimulatorParticipant
 from cogwm.arena.prompts import agent_task_prompt
@@ -281,7 +281,7 @@ class AsyncArenaEnv:
         )
 
     async def _good_outcome(self) -> bool | None:
-        verdict = await judge_good_outcome(
+        verdict = await conversation_verdict(
             self._model(self.judge_config),
             self.judge_config,
             self.task,
