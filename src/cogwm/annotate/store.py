@@ -196,6 +196,24 @@ class AnnotationStore:
 
     # ------------------------------------------------------------------------------- writing
 
+    def record_tasks(self, recorded: dict[str, dict[str, Any]]) -> None:
+        """Keep the tasks read from files (``TaskCatalog.recorded``) with the annotations, so
+        that a later process reads their labels without the files."""
+        if not recorded:
+            return
+        known = self.recorded_tasks()
+        with self._transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('task_files', ?)",
+                (json.dumps({**known, **recorded}, sort_keys=True),),
+            )
+
+    def recorded_tasks(self) -> dict[str, dict[str, Any]]:
+        """The tasks read from files that annotations of this store used (empty: none)."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key='task_files'").fetchone()
+        found: dict[str, dict[str, Any]] = {} if row is None else json.loads(row[0])
+        return found
+
     def add(
         self,
         dialogue: Dialogue,

@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from cogwm import tasks
 from cogwm.arena.config import AgentConfig, AgentKind, ArenaConfig, ModelConfig
 from cogwm.arena.judging import JUDGED_TURNS, judge_prompt
 from cogwm.arena.participants import (
@@ -274,7 +273,7 @@ def agent_call_tokens(
 ) -> tuple[int, int]:
     """``(system prompt, reply budget)`` tokens of one call of a model or endpoint agent."""
     own = Prompt(id="own", version=1, text=own_prompt)
-    system = _tokens(AgentParticipant.system_text(tasks.get(task), own, condition))
+    system = _tokens(AgentParticipant.system_text(config.catalog.get(task), own, condition))
     reply = agent.max_tokens
     if condition is Condition.COT:
         reply += agent.reasoning_max_tokens + COT_OVERHEAD_TOKENS

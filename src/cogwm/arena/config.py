@@ -32,7 +32,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from cogwm import tasks
 from cogwm.arena.prompts import Prompt, agent_task_prompt, fixed_prompts, resolve_agent_prompt
@@ -49,6 +58,7 @@ from cogwm.limits import (
     MAX_TRIALS,
 )
 from cogwm.models.types import Sampling
+from cogwm.tasks.catalog import BUILTIN_CATALOG, TaskCatalog
 
 #: Backend options that never change a reply, so they stay out of the config hash.
 _OPTIONS_OUTSIDE_HASH = frozenset(
@@ -497,6 +507,24 @@ class ArenaConfig(_Section):
     judge: ModelConfig | None = None
     profile_annotator: ModelConfig | None = None
     agents: list[AgentConfig] = Field(min_length=1)
+    #: The tasks this config knows: the built-ins plus those its ``tasks`` read from files.
+    _catalog: TaskCatalog = PrivateAttr(default=BUILTIN_CATALOG)
+
+    @property
+    def catalog(self) -> TaskCatalog:
+        """The built-in tasks plus the tasks this config read from files (by their names)."""
+        return self._catalog
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_catalog(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> ArenaConfig:
+        config: ArenaConfig = handler(data)
+        entries = data.get("tasks") if isinstance(data, dict) else None
+        if isinstance(entries, list) and all(isinstance(e, str) for e in entries):
+            # The files were read and checked by the field validator; this keeps their tasks
+            # with the config (and nowhere else), so later lookups by name find them.
+            config._catalog = BUILTIN_CATALOG.read(entries)
+        return config
 
     @field_validator("tasks")
     @classmethod
@@ -697,7 +725,7 @@ def parse_config(raw: dict[str, Any], *, source: str = "config") -> ArenaConfig:
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     for task in config.tasks:
-        agent_task_prompt(tasks.get(task))
+        agent_task_prompt(config.catalog.get(task))
     return config
 
 
@@ -723,7 +751,7 @@ def hashed_view(config: ArenaConfig, served: ServedModels | None = None) -> dict
         del data["good_outcome"]
     data["agents"] = [a.hashed(served) for a in config.agents]
     data["prompts"] = [p.model_dump(mode="json") for p in config.prompts()]
-    recorded = tasks.file_tasks(config.tasks)
+    recorded = config.catalog.recorded(config.tasks)
     if recorded:  # only then: the hash of a run on built-in tasks stays what it was
         data["task_files"] = recorded
     if config.scenarios != ScenarioSource.CORPUS or config.scenario_split is ScenarioSplit.ALL:
@@ -742,7 +770,7 @@ def stored_config(config: ArenaConfig, windows: dict[str, Any] | None = None) ->
     data = config.model_dump(mode="json")
     if windows is not None:
         data["windows"] = windows
-    recorded = tasks.file_tasks(config.tasks)
+    recorded = config.catalog.recorded(config.tasks)
     if recorded:
         data["task_files"] = recorded
     return data

@@ -16,7 +16,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from cogwm import tasks
 from cogwm.arena.config import (
     WINDOW_FIELDS,
     AgentConfig,
@@ -42,7 +41,7 @@ from cogwm.arena.units import Unit
 from cogwm.arena.windows import Windows, resolve_windows
 from cogwm.models.model import Model
 from cogwm.models.structured import schema_for
-from cogwm.schema.lexicon import valence_table
+from cogwm.schema.lexicon import using_lexicon
 from cogwm.simulator.format import format_version, state_output_models
 
 #: Bumped when the meaning of a digest's parts changes (every stored digest goes stale).
@@ -89,11 +88,15 @@ def _sha(data: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _simulator_schemas(task_name: str) -> list[Any]:
-    spec = tasks.get(task_name)
-    labels = tuple(sorted(valence_table()))
+def _simulator_schemas(config: ArenaConfig, task_name: str) -> list[Any]:
+    """The simulator's output schemas for the task, with the labels of the config's lexicon
+    (the lexicon in force extended by the labels its task files add)."""
+    spec = config.catalog.get(task_name)
+    lexicon = config.catalog.lexicon()
+    labels = tuple(sorted(lexicon.table()))
     state, turn = state_output_models(spec.name, spec.score_range, labels)
-    return [schema_for(state), schema_for(turn)]
+    with using_lexicon(lexicon):
+        return [schema_for(state), schema_for(turn)]
 
 
 def _model(spec: ModelConfig, served: ServedModels | None) -> dict[str, Any]:
@@ -128,7 +131,7 @@ def prep_digest(
             "simulator": _model(config.simulator, served),
             "prompts": [_prompt(SIMULATOR_SYSTEM), _prompt(SIMULATOR_OPENING)],
             "format": format_version(),
-            "schemas": _simulator_schemas(task)[:1],
+            "schemas": _simulator_schemas(config, task)[:1],
             "annotator": [_hashed(config.annotator_model, served), _prompt(PROFILE_ANNOTATOR)]
             if annotated
             else None,
@@ -174,7 +177,7 @@ class Digests:
                         _prompt(SIMULATOR_SYSTEM),
                         _prompt(SIMULATOR_TURN),
                         format_version(),
-                        _simulator_schemas(task),
+                        _simulator_schemas(config, task),
                     ],
                     "intent": [_hashed(config.intent_model, self.served), _prompt(INTENT_DETECTOR)],
                     "judge": [_hashed(config.judge_model, self.served), _prompt(judge_prompt())],
@@ -183,7 +186,7 @@ class Digests:
                         config.intent_from_round,
                         self.windows.simulator.turns,
                     ],
-                    "agent_task": _prompt(agent_task_prompt(tasks.get(task))),
+                    "agent_task": _prompt(agent_task_prompt(config.catalog.get(task))),
                 }
             )
         return self._shared[task]

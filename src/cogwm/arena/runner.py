@@ -640,7 +640,8 @@ async def run_arena(
     store.acquire_lease()
     heartbeat = asyncio.create_task(_heartbeat(store))
     try:
-        with steady_collector(), store.background_checkpoints():
+        # The config's tasks (and the emotion labels they add) are known for this run only.
+        with steady_collector(), store.background_checkpoints(), config.catalog.active():
             return await _run_leased(
                 config,
                 store,
@@ -740,7 +741,7 @@ def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]
     data_dir = Path(config.data_dir) if config.data_dir else None
     scenarios = {
         task: select_scenarios(
-            tasks.get(task),
+            config.catalog.get(task),
             config.dialogues_per_task,
             config.scenarios,
             data_dir=data_dir,
