@@ -118,3 +118,12 @@ def test_a_stored_run_brings_back_its_tasks() -> None:
     assert restored.get("TUTOR") == config.catalog.get("TUTOR")
     assert restored.lexicon().valence("boredom") == -1.0
     assert restored.recorded(config.tasks) == recorded
+
+
+def test_an_environment_from_a_custom_task_config_plays_its_task() -> None:
+    # Catches: the environment looking the config's task up by name where no catalog is in force.
+    from cogwm.env.arena import AsyncArenaEnv
+
+    env = AsyncArenaEnv.from_config(parse_config(_example()))
+    assert env.task.name == "TUTOR" and env.task.initiator_role == "tutor"
+    assert env.scenarios and all(s.id.startswith("tutor:") for s in env.scenarios)

@@ -60,7 +60,7 @@ class AsyncArenaEnv:
     """One conversation at a time with the simulated user; ``await`` its ``reset`` and ``step``.
 
     Args:
-        task: The task (its weights define the reward).
+        task: The task (its weights define the reward): a name, a task file or a spec.
         simulator: The user simulator (a model address or its config).
         intent_detector: Default: the simulator's model at temperature 0.
         judge: The GoodOutcome judge (used only with ``good_outcome_bonus``).
@@ -77,7 +77,7 @@ class AsyncArenaEnv:
 
     def __init__(
         self,
-        task: str,
+        task: str | TaskSpec,
         simulator: str | ModelConfig,
         *,
         intent_detector: ModelConfig | None = None,
@@ -92,7 +92,7 @@ class AsyncArenaEnv:
         reveal_state: bool = False,
         load_model: Callable[..., Model] = load,
     ):
-        self.task: TaskSpec = tasks.get(task)
+        self.task: TaskSpec = task if isinstance(task, TaskSpec) else tasks.get(task)
         self.task.require_weights()
         sim = SimulatorConfig(model=simulator) if isinstance(simulator, str) else simulator
         if isinstance(sim, SimulatorConfig) and sim.python is not None:
@@ -126,7 +126,7 @@ class AsyncArenaEnv:
         """An environment with an arena config's simulator, detector, judge, limits, seed and
         scenarios (the config's agents play no part)."""
         name = task or config.tasks[0]
-        spec = tasks.get(name)
+        spec = config.catalog.get(name)
         scenarios = select_scenarios(
             spec,
             config.dialogues_per_task,
@@ -137,7 +137,7 @@ class AsyncArenaEnv:
             split_seed=config.scenario_split_seed,
         )
         return cls(
-            name,
+            spec,  # a task the config read from a file is known to the config alone
             config.simulator,
             intent_detector=config.intent_model,
             judge=config.judge_model,
