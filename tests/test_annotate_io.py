@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ HUMAN = Origin(source=Source.HUMAN, rule="test.E1", exact=True)
 
 @pytest.fixture(autouse=True)
 def _isolated_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
 
 
 def _dialogue(dialogue_id: str = "t:1") -> Dialogue:
@@ -135,7 +136,7 @@ def test_extension_labels_travel_with_the_line(tmp_path: Path) -> None:
     path = tmp_path / "labels.jsonl"
     write_labelled(path, [item])
     assert json.loads(path.read_text())["emotions"] == {"happiness": 1.5}
-    lexicon._extra.clear()  # a fresh reader that never registered the label
+    lexicon._ACTIVE.set(lexicon.DEFAULT_LEXICON)  # a fresh reader that never registered the label
     assert list(read_labelled(path)) == [item]
     assert lexicon.valence("happiness") == 1.5
 

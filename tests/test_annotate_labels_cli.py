@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def _noop() -> None:  # a second command keeps 'labels' a subcommand
 
 @pytest.fixture(autouse=True)
 def _isolated_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
 
 
 def test_labels_writes_jsonl_and_prints_counts(fixtures_dir: Path, tmp_path: Path) -> None:

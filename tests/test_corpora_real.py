@@ -71,7 +71,7 @@ def test_user_role_mapping(
 
 
 def test_user_turns_per_dialogue_match_design(real: dict[str, list[Dialogue]]) -> None:
-    # DESIGN.md §2: the paper's "turns per dialogue" are user turns: DailyDialog 4.1, P4G 10.2
+    # The paper's "turns per dialogue" are user turns: DailyDialog 4.1, P4G 10.2
     for name, expected in (("dailydialog", 4.1), ("persuasionforgood", 10.2)):
         dialogues = real[name]
         mean = sum(len(d.user_turns()) for d in dialogues) / len(dialogues)

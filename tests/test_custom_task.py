@@ -11,10 +11,12 @@ import pytest
 
 from cogwm import tasks
 from cogwm.arena.config import load_config
+from cogwm.arena.run_data import run_catalog
 from cogwm.arena.scenarios import select_scenarios
 from cogwm.errors import ConfigError
 from cogwm.models import unregister_fake
 from cogwm.schema.lexicon import valence_table
+from cogwm.store import RunStore
 from cogwm.tasks.custom import parse_task
 from helpers_arena import FAKE_NAME, register
 from helpers_web import cogwm
@@ -51,9 +53,11 @@ def test_example_task_loads_by_path_and_extends_the_lexicon() -> None:
     assert spec.require_weights().emotion == 0.25
     assert spec.dimensions["belief"].name == "understanding"  # type: ignore[index]
     assert spec.score_range == (0.0, 2.0)
-    # Registered under its name: later lookups (the runner's, the report's) find it.
-    assert tasks.get("tutor") is spec
-    assert valence_table()["boredom"] == -1.0
+    # Known under its name, with its labels, where a catalog that read it is in force (a run's
+    # or a report's): later lookups there find it.
+    with tasks.files_catalog(["examples/custom_task/task.toml"]).active():
+        assert tasks.get("tutor") == spec
+        assert valence_table()["boredom"] == -1.0
 
 
 @pytest.mark.parametrize(
@@ -125,10 +129,14 @@ def test_example_runs_in_the_arena(
     db = tmp_path / "tutor.sqlite"
     assert cogwm("arena", "run", str(_fake_config(tmp_path)), "--db", str(db), "--no-progress") == 0
     capsys.readouterr()
-    # A later process knows no TUTOR until it reads the run, which carries the task.
-    monkeypatch.delitem(tasks._REGISTRY, "TUTOR")
+    # The run left no TUTOR behind: the report knows it from the run, which carries the task.
+    assert "TUTOR" not in tasks.names()
     assert cogwm("arena", "report", "--db", str(db), "--json") == 0
-    assert tasks.get("TUTOR").dimensions["belief"].name == "understanding"  # type: ignore[index]
+    with RunStore(db, read_only=True) as store:
+        run = store.run()
+        assert run is not None
+        stored = run_catalog(run).get("TUTOR")
+    assert stored.dimensions["belief"].name == "understanding"  # type: ignore[index]
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["finished"] == 8 and report["counts"]["errors"] == 0
     assert {a["arm"] for a in report["agents"]} == {"socratic/no_cot", "answer-giver/no_cot"}

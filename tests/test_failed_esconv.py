@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from cogwm.schema.labels import ESConvUtteranceLabels
 
 @pytest.fixture(autouse=True)
 def _isolated_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
 
 
 def _record(**changes: Any) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from cogwm.schema.partial import FieldKind, LabelledDialogue
 
 @pytest.fixture(autouse=True)
 def _isolated_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
 
 
 # --- ESConv -----------------------------------------------------------------------------------

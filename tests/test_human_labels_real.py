@@ -7,6 +7,7 @@ counting is described next to each number), never by running cogwm.
 from __future__ import annotations
 
 from collections import Counter
+from contextvars import ContextVar
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from cogwm.schema.partial import FieldKind, LabelledDialogue
 
 @pytest.fixture(autouse=True)
 def _isolated_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
 
 
 def _rules(items: list[LabelledDialogue]) -> Counter[str]:

@@ -1,6 +1,6 @@
 """The arena report, on a store written by hand with states whose metrics are computed by hand.
 
-Task ESC: Comp = 1/2 * valence + 1/6 * (B + D + I), empty B/D/I = 0 (DESIGN.md §5).
+Task ESC: Comp = 1/2 * valence + 1/6 * (B + D + I), empty B/D/I = 0 (docs/architecture.md).
 
 Arm a/no_cot (its agent runs on the simulator's model):
   s1: sadness x2 (comp 1/2 * -2 = -1), then hope x1 with one belief scored 2

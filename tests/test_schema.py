@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import pytest
 from pydantic import ValidationError
 
@@ -40,7 +42,7 @@ def test_quantified_emotion_is_valence_times_intensity() -> None:
 def test_lexicon_extension_keeps_one_value_per_label(monkeypatch: pytest.MonkeyPatch) -> None:
     # The extension is process-wide: give this test its own, so "neutral" does not leak into
     # tests that expect the default twelve labels.
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
     register_emotion("neutral", 0.0)
     assert Emotion(label="neutral", intensity=1).valence == 0.0
     with pytest.raises(ValueError, match="already has valence"):
@@ -120,7 +122,7 @@ def test_dialogue_round_trips_through_json() -> None:
 def test_structured_schema_follows_a_lexicon_extension(monkeypatch: pytest.MonkeyPatch) -> None:
     from cogwm.models.structured import schema_for
 
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
     before = schema_for(Emotion)["properties"]["label"]["enum"]
     assert "calm" not in before
     register_emotion("calm", 0.5)

@@ -14,6 +14,7 @@ import json
 import random
 import re
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,7 @@ def read_the_turn(messages: list[Message]) -> str:
 def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, models.Model]]:
     from cogwm.schema import lexicon
 
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
     register_fake("h-copy", copy_shown_state)
     register_fake("h-read", read_the_turn)
     try:

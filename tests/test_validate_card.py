@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ def scripted_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[models.Model]:
     # other tests registered (a custom task's emotions) do not change the random baseline.
     from cogwm.schema import lexicon
 
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
     register_fake("validate-script", scripted)
     try:
         yield models.load("fake:validate-script")

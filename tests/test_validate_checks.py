@@ -11,6 +11,7 @@ import inspect
 import json
 import re
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -299,7 +300,7 @@ def seed_teller(messages: list[Message], sampling: Sampling) -> str:
 def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     from cogwm.schema import lexicon
 
-    monkeypatch.setattr(lexicon, "_extra", {})
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
     register_fake("checks-copy", copy_machine)
     register_fake("checks-reader", turn_reader)
     register_fake("checks-seed", seed_teller)

@@ -1,4 +1,4 @@
-"""Annotation quality: the LLM annotator against people (DESIGN.md §4; paper Table 14).
+"""Annotation quality: the LLM annotator against people (paper Table 14).
 
 Two yardsticks:
 

@@ -1,4 +1,5 @@
-"""Summarize-and-Allocate (DESIGN.md §4) and the profile annotator, for one dialogue.
+"""Summarize-and-Allocate and the profile annotator, for one dialogue (docs/architecture.md,
+"Annotation").
 
 Stage 1 reads the whole dialogue and lists the user's dialogue-level items; stage 2 allocates each
 user turn on its own (emotion, and the stage-1 items the turn expresses, with quotes); the profile

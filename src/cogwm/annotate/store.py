@@ -29,9 +29,15 @@ from cogwm.store.connections import (
     record_version,
 )
 from cogwm.store.ownership import StoreKind, check_store, stamp
+from cogwm.store.versions import Migration, migrate, read_format, refuse_newer, write_format
 
-#: Bump with a migration when the tables change.
+#: The format this code writes (``PRAGMA user_version``, see ``cogwm.store.versions``): bump it
+#: with a step in ``MIGRATIONS`` when the tables change.
 FORMAT_VERSION = 1
+#: ``MIGRATIONS[v]`` takes a store of format ``v`` to ``v + 1`` (none yet).
+MIGRATIONS: dict[int, Migration] = {}
+#: Where stores made before ``user_version`` was used keep their format.
+_LEGACY_FORMAT = ("meta", "format_version")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -154,18 +160,33 @@ class AnnotationStore:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         self._conn.execute(statement)
+                # The marker of the stores made before user_version, for the cogwm that made them.
                 self._conn.execute(
                     "INSERT INTO meta VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
                 )
+                write_format(self._conn, FORMAT_VERSION)
                 record_version(self._conn, "meta", created=True)
             return
-        row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
-        if row is None or int(row[0]) != FORMAT_VERSION:
-            found = row[0] if row else "none"
-            raise InputError(
-                f"{self.path}: annotation store format {found}, this cogwm reads {FORMAT_VERSION}"
+        found = read_format(self._conn, legacy=_LEGACY_FORMAT)
+        message = f"{self.path}: annotation store format {found or 'none'}, "
+        message += f"this cogwm reads {FORMAT_VERSION}"
+        if found == 0:
+            raise InputError(message)
+        refuse_newer(found, FORMAT_VERSION, message)
+        if self.read_only:
+            if found != FORMAT_VERSION:  # a reader never writes: migrate with a writer first
+                raise InputError(message)
+            return
+        with self._transaction():
+            migrate(
+                self._conn,
+                found,
+                FORMAT_VERSION,
+                MIGRATIONS,
+                path=self.path,
+                what="annotation store format",
             )
-        if not self.read_only:
+            write_format(self._conn, FORMAT_VERSION)  # a store made before user_version
             record_version(self._conn, "meta", created=False)
 
     def close(self) -> None:
@@ -195,6 +216,24 @@ class AnnotationStore:
         return AnnotationStore._Tx(self._conn)
 
     # ------------------------------------------------------------------------------- writing
+
+    def record_tasks(self, recorded: dict[str, dict[str, Any]]) -> None:
+        """Keep the tasks read from files (``TaskCatalog.recorded``) with the annotations, so
+        that a later process reads their labels without the files."""
+        if not recorded:
+            return
+        known = self.recorded_tasks()
+        with self._transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('task_files', ?)",
+                (json.dumps({**known, **recorded}, sort_keys=True),),
+            )
+
+    def recorded_tasks(self) -> dict[str, dict[str, Any]]:
+        """The tasks read from files that annotations of this store used (empty: none)."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key='task_files'").fetchone()
+        found: dict[str, dict[str, Any]] = {} if row is None else json.loads(row[0])
+        return found
 
     def add(
         self,

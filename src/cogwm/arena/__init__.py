@@ -1,5 +1,5 @@
 """The arena: agents under test talk to a cognitive user simulator; every turn's BDI/E state is
-stored, and agents are ranked by how they move the user's state (DESIGN.md §6).
+stored, and agents are ranked by how they move the user's state (docs/architecture.md, "Arena").
 
 Layers: ``protocol`` (the ``Participant`` interface every participant implements),
 ``participants`` (simulator, agent, intent detector, profile annotator), ``agents`` (agents of

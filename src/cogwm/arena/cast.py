@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from cogwm.arena.agents import build_agent
 from cogwm.arena.config import AgentConfig, ArenaConfig, ModelConfig
-from cogwm.arena.judging import Verdict, judge_good_outcome
+from cogwm.arena.judging import Verdict, conversation_verdict
 from cogwm.arena.opening import Opening, cold_start_turns
 from cogwm.arena.participants import IntentDetector, ProfileAnnotator, StateReading
 from cogwm.arena.protocol import Participant, UserSimulator
@@ -56,7 +56,7 @@ class Judge:
         Raises:
             ModelCallError: The judge's call failed for good.
         """
-        return await judge_good_outcome(self.model, self.config, self.task, turns, seed=seed)
+        return await conversation_verdict(self.model, self.config, self.task, turns, seed=seed)
 
 
 class Roles:

@@ -27,11 +27,21 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from cogwm import tasks
 from cogwm.arena.factories import import_factory, python_simulator, python_version
@@ -55,6 +65,7 @@ from cogwm.limits import (
     MAX_TRIALS,
 )
 from cogwm.models.types import Sampling
+from cogwm.tasks.catalog import BUILTIN_CATALOG, TaskCatalog
 
 #: Backend options that never change a reply, so they stay out of the config hash.
 _OPTIONS_OUTSIDE_HASH = frozenset(
@@ -81,6 +92,12 @@ _SECRET_WORDS = ("key", "token", "secret", "password")
 _OTHER_KIND_FIELDS = ("endpoint", "headers", "version", "python", "system_message", "cache")
 #: Top-level keys that do not change results (not hashed).
 _OUTSIDE_HASH = frozenset({"name", "concurrency", "data_dir", "cache"})
+
+
+#: The model id each ``openai:`` endpoint reported, by (model name, endpoint label): asked once
+#: per run (``cogwm.arena.digests.ask_served_models``) and handed to the hash, never read from
+#: process state, so a config's hash is a function of the config and these answers alone.
+ServedModels = Mapping[tuple[str, str], str]
 
 
 class _Section(BaseModel):
@@ -120,26 +137,27 @@ class ModelConfig(_Section):
             seed=seed,
         )
 
-    def hashed(self) -> dict[str, Any]:
+    def hashed(self, served: ServedModels | None = None) -> dict[str, Any]:
         """What of this model changes results.
 
         For ``openai:`` models the endpoints count (from ``base_url`` or ``$COGWM_BASE_URL``,
         without credentials): two servers may serve different weights under one model name. So
-        does the model id each endpoint reported once asked in this process (see
+        does the model id each endpoint reported, from ``served`` (see
         ``cogwm.arena.digests.ask_served_models``): the same server restarted with other weights
         under the same name changes it.
         """
         data = self.model_dump(mode="json")
         data["options"] = {k: v for k, v in self.options.items() if k not in _OPTIONS_OUTSIDE_HASH}
         if self.model.startswith("openai:"):
-            from cogwm.models.openai_api import base_urls, endpoint_label, served_model
+            from cogwm.models.openai_api import base_urls, endpoint_label
 
             urls = base_urls(self.options.get("base_url"))
             data["endpoints"] = sorted(endpoint_label(u) for u in urls)
             name = self.model.removeprefix("openai:")
-            served = {e: s for e in data["endpoints"] if (s := served_model(name, e)) is not None}
-            if served:  # only then: a digest made without a model list stays what it was
-                data["served"] = served
+            known = served or {}
+            reported = {e: known[name, e] for e in data["endpoints"] if (name, e) in known}
+            if reported:  # only then: a digest made without a model list stays what it was
+                data["served"] = reported
         return data
 
 
@@ -194,11 +212,11 @@ class SimulatorConfig(ModelConfig):
         """What the simulator is, for the store and reports."""
         return self.model if self.python is None else f"python:{self.python}"
 
-    def hashed(self) -> dict[str, Any]:
+    def hashed(self, served: ServedModels | None = None) -> dict[str, Any]:
         """As any model's, with the window fields when set; a Python simulator's import path,
         options and ``identity`` (built here)."""
         if self.python is None:
-            data = _without_windows(super().hashed())
+            data = _without_windows(super().hashed(served))
             data.pop("python", None)  # a model simulator's hash is what it always was
             return data
         data = _without_windows(self.model_dump(mode="json"))
@@ -393,7 +411,7 @@ class AgentConfig(ModelConfig):
             return f"python:{self.python}"
         return self.model
 
-    def hashed(self) -> dict[str, Any]:
+    def hashed(self, served: ServedModels | None = None) -> dict[str, Any]:
         """What of this agent changes results.
 
         A model agent: as any model. An endpoint agent: its URL (without credentials), model
@@ -401,7 +419,7 @@ class AgentConfig(ModelConfig):
         import path and the factory's ``version`` attribute (imported here).
         """
         if self.kind is AgentKind.MODEL:
-            data = _without_windows(super().hashed())
+            data = _without_windows(super().hashed(served))
             # Fields of the other kinds stay out, so a model agent's hash is what it always was.
             for key in _OTHER_KIND_FIELDS:
                 data.pop(key, None)
@@ -492,6 +510,24 @@ class ArenaConfig(_Section):
     judge: ModelConfig | None = None
     profile_annotator: ModelConfig | None = None
     agents: list[AgentConfig] = Field(min_length=1)
+    #: The tasks this config knows: the built-ins plus those its ``tasks`` read from files.
+    _catalog: TaskCatalog = PrivateAttr(default=BUILTIN_CATALOG)
+
+    @property
+    def catalog(self) -> TaskCatalog:
+        """The built-in tasks plus the tasks this config read from files (by their names)."""
+        return self._catalog
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_catalog(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> ArenaConfig:
+        config: ArenaConfig = handler(data)
+        entries = data.get("tasks") if isinstance(data, dict) else None
+        if isinstance(entries, list) and all(isinstance(e, str) for e in entries):
+            # The files were read and checked by the field validator; this keeps their tasks
+            # with the config (and nowhere else), so later lookups by name find them.
+            config._catalog = BUILTIN_CATALOG.read(entries)
+        return config
 
     @field_validator("tasks")
     @classmethod
@@ -634,8 +670,8 @@ def deterministic(base: ModelConfig, *, max_tokens: int) -> ModelConfig | None:
     )
 
 
-def _hashed(model: ModelConfig | None) -> dict[str, Any] | None:
-    return None if model is None else model.hashed()
+def _hashed(model: ModelConfig | None, served: ServedModels | None) -> dict[str, Any] | None:
+    return None if model is None else model.hashed(served)
 
 
 def load_config(path: Path) -> ArenaConfig:
@@ -688,31 +724,33 @@ def parse_config(raw: dict[str, Any], *, source: str = "config") -> ArenaConfig:
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     for task in config.tasks:
-        agent_task_prompt(tasks.get(task))
+        agent_task_prompt(config.catalog.get(task))
     return config
 
 
-def config_hash(config: ArenaConfig) -> str:
-    """SHA-256 over what changes results: agents, models, prompts, tasks, counts, seed, sampling.
+def config_hash(config: ArenaConfig, served: ServedModels | None = None) -> str:
+    """SHA-256 over what changes results: agents, models, prompts, tasks, counts, seed, sampling,
+    and the model ids the ``openai:`` endpoints reported (``served``; none when not asked).
 
     Concurrency, paths, caching and display settings are left out, so changing them does not
     block ``--resume``.
     """
-    return hashlib.sha256(_canonical(hashed_view(config)).encode("utf-8")).hexdigest()
+    view = hashed_view(config, served)
+    return hashlib.sha256(_canonical(view).encode("utf-8")).hexdigest()
 
 
-def hashed_view(config: ArenaConfig) -> dict[str, Any]:
+def hashed_view(config: ArenaConfig, served: ServedModels | None = None) -> dict[str, Any]:
     """The part of the config that the hash covers (prompt texts resolved)."""
     data = {k: v for k, v in config.model_dump(mode="json").items() if k not in _OUTSIDE_HASH}
-    data["simulator"] = config.simulator.hashed()
-    data["intent_detector"] = _hashed(config.intent_model)
-    data["judge"] = _hashed(config.judge_model)
-    data["profile_annotator"] = _hashed(config.annotator_model)
+    data["simulator"] = config.simulator.hashed(served)
+    data["intent_detector"] = _hashed(config.intent_model, served)
+    data["judge"] = _hashed(config.judge_model, served)
+    data["profile_annotator"] = _hashed(config.annotator_model, served)
     if config.good_outcome:  # the default: the hash of a run made before the switch stays
         del data["good_outcome"]
-    data["agents"] = [a.hashed() for a in config.agents]
+    data["agents"] = [a.hashed(served) for a in config.agents]
     data["prompts"] = [p.model_dump(mode="json") for p in config.prompts()]
-    recorded = tasks.file_tasks(config.tasks)
+    recorded = config.catalog.recorded(config.tasks)
     if recorded:  # only then: the hash of a run on built-in tasks stays what it was
         data["task_files"] = recorded
     if config.scenarios != ScenarioSource.CORPUS or config.scenario_split is ScenarioSplit.ALL:
@@ -731,7 +769,7 @@ def stored_config(config: ArenaConfig, windows: dict[str, Any] | None = None) ->
     data = config.model_dump(mode="json")
     if windows is not None:
         data["windows"] = windows
-    recorded = tasks.file_tasks(config.tasks)
+    recorded = config.catalog.recorded(config.tasks)
     if recorded:
         data["task_files"] = recorded
     return data

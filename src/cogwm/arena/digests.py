@@ -16,8 +16,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from cogwm import tasks
-from cogwm.arena.config import WINDOW_FIELDS, AgentConfig, AgentKind, ArenaConfig, ModelConfig
+from cogwm.arena.config import (
+    WINDOW_FIELDS,
+    AgentConfig,
+    AgentKind,
+    ArenaConfig,
+    ModelConfig,
+    ServedModels,
+)
 from cogwm.arena.prompts import (
     AGENT_COT,
     INTENT_DETECTOR,
@@ -35,21 +41,28 @@ from cogwm.arena.units import Unit
 from cogwm.arena.windows import Windows, resolve_windows
 from cogwm.models.model import Model
 from cogwm.models.structured import schema_for
-from cogwm.schema.lexicon import valence_table
+from cogwm.schema.lexicon import using_lexicon
 from cogwm.simulator.format import format_version, state_output_models
 
 #: Bumped when the meaning of a digest's parts changes (every stored digest goes stale).
 DIGEST_VERSION = 1
 
 
-async def ask_served_models(config: ArenaConfig, load_model: Callable[..., Model]) -> None:
+async def ask_served_models(
+    config: ArenaConfig, load_model: Callable[..., Model]
+) -> dict[tuple[str, str], str]:
     """Ask every ``openai:`` endpoint of ``config`` once which model it serves, so that the config
     hash and these digests (``ModelConfig.hashed``) name it: results made by other weights
-    behind the same name and URL are then run again, never relabelled. Endpoints without a
-    model list add nothing."""
+    behind the same name and URL are then run again, never relabelled.
+
+    Returns:
+        The model id by (model name, endpoint label) (``ServedModels``); endpoints without a
+        model list add nothing.
+    """
     from cogwm.arena.preflight import model_roles
 
     asked: set[str] = set()
+    served: dict[tuple[str, str], str] = {}
     for _, spec in model_roles(config):
         key = json.dumps([spec.model, spec.options], sort_keys=True)
         if not spec.model.startswith("openai:") or key in asked:
@@ -60,9 +73,10 @@ async def ask_served_models(config: ArenaConfig, load_model: Callable[..., Model
         except Exception:  # a model that cannot load fails its conversations, as before
             continue
         try:
-            await model.backend.served_identity()
+            served.update(await model.backend.served_models())
         finally:
             await model.aclose()
+    return served
 
 
 def _prompt(prompt: Prompt) -> list[Any]:
@@ -74,28 +88,37 @@ def _sha(data: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _simulator_schemas(task_name: str) -> list[Any]:
-    spec = tasks.get(task_name)
-    labels = tuple(sorted(valence_table()))
+def _simulator_schemas(config: ArenaConfig, task_name: str) -> list[Any]:
+    """The simulator's output schemas for the task, with the labels of the config's lexicon
+    (the lexicon in force extended by the labels its task files add)."""
+    spec = config.catalog.get(task_name)
+    lexicon = config.catalog.lexicon()
+    labels = tuple(sorted(lexicon.table()))
     state, turn = state_output_models(spec.name, spec.score_range, labels)
-    return [schema_for(state), schema_for(turn)]
+    with using_lexicon(lexicon):
+        return [schema_for(state), schema_for(turn)]
 
 
-def _model(spec: ModelConfig) -> dict[str, Any]:
+def _model(spec: ModelConfig, served: ServedModels | None) -> dict[str, Any]:
     """A model's hashed fields without its window settings: the digests hold the window that
     was used, so a setting that resolves to the same window reruns nothing."""
-    return {k: v for k, v in spec.hashed().items() if k not in WINDOW_FIELDS}
+    return {k: v for k, v in spec.hashed(served).items() if k not in WINDOW_FIELDS}
 
 
-def _hashed(spec: ModelConfig | None) -> dict[str, Any] | None:
+def _hashed(spec: ModelConfig | None, served: ServedModels | None) -> dict[str, Any] | None:
     """A role's hashed model (None: the run has none for the role)."""
-    return None if spec is None else spec.hashed()
+    return None if spec is None else spec.hashed(served)
 
 
 def prep_digest(
-    config: ArenaConfig, task: str, scenario: Scenario, windows: Windows | None = None
+    config: ArenaConfig,
+    task: str,
+    scenario: Scenario,
+    windows: Windows | None = None,
+    served: ServedModels | None = None,
 ) -> str:
-    """The digest of a scenario's preparation (profile and initial state)."""
+    """The digest of a scenario's preparation (profile and initial state); ``served`` as
+    ``ask_served_models`` returned it."""
     annotated = config.annotate_profiles and scenario.profile is None
     simulator_window = config.simulator_window if windows is None else windows.simulator.turns
     return _sha(
@@ -105,11 +128,11 @@ def prep_digest(
             "task": task,
             "scenario": scenario.model_dump(mode="json"),
             "history_turns": simulator_window,
-            "simulator": _model(config.simulator),
+            "simulator": _model(config.simulator, served),
             "prompts": [_prompt(SIMULATOR_SYSTEM), _prompt(SIMULATOR_OPENING)],
             "format": format_version(),
-            "schemas": _simulator_schemas(task)[:1],
-            "annotator": [_hashed(config.annotator_model), _prompt(PROFILE_ANNOTATOR)]
+            "schemas": _simulator_schemas(config, task)[:1],
+            "annotator": [_hashed(config.annotator_model, served), _prompt(PROFILE_ANNOTATOR)]
             if annotated
             else None,
         }
@@ -119,8 +142,15 @@ def prep_digest(
 class Digests:
     """Digests of a config's units and preparations (computed once per run and cached)."""
 
-    def __init__(self, config: ArenaConfig, windows: Windows | None = None):
+    def __init__(
+        self,
+        config: ArenaConfig,
+        windows: Windows | None = None,
+        served: ServedModels | None = None,
+    ):
         self.config = config
+        #: The model ids the ``openai:`` endpoints reported (``ask_served_models``).
+        self.served = served
         #: The history windows of the run (resolved over all its scenarios when not given).
         self.windows = windows or resolve_windows(config)
         self._prompts = config.agent_prompts()
@@ -133,7 +163,7 @@ class Digests:
         """The preparation digest of ``scenario`` (see ``prep_digest``)."""
         key = (task, scenario.id)
         if key not in self._preps:
-            self._preps[key] = prep_digest(self.config, task, scenario, self.windows)
+            self._preps[key] = prep_digest(self.config, task, scenario, self.windows, self.served)
         return self._preps[key]
 
     def _task_part(self, task: str) -> str:
@@ -143,20 +173,20 @@ class Digests:
             self._shared[task] = _sha(
                 {
                     "simulator": [
-                        _model(config.simulator),
+                        _model(config.simulator, self.served),
                         _prompt(SIMULATOR_SYSTEM),
                         _prompt(SIMULATOR_TURN),
                         format_version(),
-                        _simulator_schemas(task),
+                        _simulator_schemas(config, task),
                     ],
-                    "intent": [_hashed(config.intent_model), _prompt(INTENT_DETECTOR)],
-                    "judge": [_hashed(config.judge_model), _prompt(judge_prompt())],
+                    "intent": [_hashed(config.intent_model, self.served), _prompt(INTENT_DETECTOR)],
+                    "judge": [_hashed(config.judge_model, self.served), _prompt(judge_prompt())],
                     "limits": [
                         config.max_rounds,
                         config.intent_from_round,
                         self.windows.simulator.turns,
                     ],
-                    "agent_task": _prompt(agent_task_prompt(tasks.get(task))),
+                    "agent_task": _prompt(agent_task_prompt(config.catalog.get(task))),
                 }
             )
         return self._shared[task]
@@ -172,7 +202,8 @@ class Digests:
         """An agent's hashed fields and prompt, shared by all its units."""
         found = self._agents.get(agent.name)
         if found is None:
-            found = self._agents[agent.name] = (_model(agent), _prompt(self._prompts[agent.name]))
+            prompt = _prompt(self._prompts[agent.name])
+            found = self._agents[agent.name] = (_model(agent, self.served), prompt)
         return found
 
     def _unit(self, unit: Unit) -> str:

@@ -1,7 +1,7 @@
 """GoodOutcome for a finished arena conversation, through the metrics package's LLM judge.
 
 The judge (``cogwm.metrics.judge.judge_good_outcome``) asks whether the task's success criterion
-holds at the end of the transcript (DESIGN.md §5). An unparsable verdict is ``None`` and counted
+holds at the end of the transcript. An unparsable verdict is ``None`` and counted
 in the report; a call that fails for good raises ``ModelCallError`` and the conversation ends in
 error (``--resume`` runs it again).
 """
@@ -43,7 +43,7 @@ def judged_turns(turns: list[ArenaTurn], last: int) -> list[ArenaTurn]:
     return [*opening, *tail]
 
 
-async def judge_good_outcome(
+async def conversation_verdict(
     model: Model,
     config: ModelConfig,
     task: TaskSpec,
@@ -52,7 +52,8 @@ async def judge_good_outcome(
     seed: int,
     last_turns: int = JUDGED_TURNS,
 ) -> Verdict:
-    """The GoodOutcome verdict on the cold start and the last ``last_turns`` turns.
+    """The GoodOutcome verdict on the cold start and the last ``last_turns`` turns, asked through
+    the one GoodOutcome judge, ``cogwm.metrics.judge.judge_good_outcome``.
 
     Raises:
         ModelCallError: The judge's call failed for good.

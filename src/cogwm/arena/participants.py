@@ -321,7 +321,7 @@ class AgentParticipant:
 
 
 class IntentDetector:
-    """Decides whether the conversation has naturally ended (DESIGN.md §6)."""
+    """Decides whether the conversation has naturally ended (docs/architecture.md, "Arena")."""
 
     def __init__(
         self, model: Model, config: ModelConfig, task: TaskSpec, *, history_turns: int = 4

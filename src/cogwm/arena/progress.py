@@ -5,21 +5,13 @@ from __future__ import annotations
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from cogwm.models.types import CallRecord
+from cogwm.progress import ProgressBar
 
 
 class RunProgress:
-    """Counts conversations and model-call totals; draws a rich progress bar when enabled."""
+    """Counts conversations and model-call totals; draws a progress bar when enabled."""
 
     def __init__(self, total: int, *, enabled: bool = True, console: Console | None = None):
         self.total = total
@@ -29,25 +21,10 @@ class RunProgress:
         self.failed_calls = 0
         self.tokens = 0
         self.cost_usd = 0.0
-        self._progress: Progress | None = None
-        self._task: TaskID | None = None
-        if enabled:
-            self._progress = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[stats]}"),
-                console=console or Console(stderr=True),
-                transient=False,
-            )
+        self._bar = ProgressBar("conversations", total, enabled=enabled, console=console)
 
     def __enter__(self) -> RunProgress:
-        if self._progress is not None:
-            self._progress.start()
-            self._task = self._progress.add_task("conversations", total=self.total, stats="")
+        self._bar.__enter__()
         return self
 
     def __exit__(
@@ -56,9 +33,8 @@ class RunProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._progress is not None:
-            self._refresh()
-            self._progress.stop()
+        self._refresh()
+        self._bar.__exit__(exc_type, exc, tb)
 
     def on_call(self, record: CallRecord) -> None:
         """Add one model call to the totals."""
@@ -73,9 +49,7 @@ class RunProgress:
         """Count one finished (or failed) conversation."""
         self.ended += 1
         self.failed += int(failed)
-        if self._progress is not None and self._task is not None:
-            self._progress.advance(self._task)
-        self._refresh()
+        self._bar.update(advance=1, info=self.stats_line())
 
     def stats_line(self) -> str:
         """Tokens, cost and failures as one line."""
@@ -85,5 +59,4 @@ class RunProgress:
         return line
 
     def _refresh(self) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, stats=self.stats_line())
+        self._bar.update(info=self.stats_line())

@@ -21,6 +21,7 @@ from cogwm.metrics.trajectory import EmptyPolicy
 from cogwm.models.spec import runs_on_base_of
 from cogwm.schema import CognitiveState
 from cogwm.store.db import CallTotals, ConversationRow, RunRow, RunStore, TurnRow
+from cogwm.tasks.catalog import BUILTIN_CATALOG, TaskCatalog
 
 
 class ConversationData(NamedTuple):
@@ -65,6 +66,9 @@ class RunData(NamedTuple):
     agent_failures: Counter[str]
     #: Agents on the model the simulator is a fine-tuned copy of (its LoRA's base).
     base_model_agents: list[str]
+    #: The run's tasks (built-ins plus those it read from files, as it stored them); put it in
+    #: force (``catalog.active()``) around code that looks the run's tasks up by name.
+    catalog: TaskCatalog = BUILTIN_CATALOG
 
 
 def arm_name(agent: str, condition: str) -> str:
@@ -90,9 +94,18 @@ def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) ->
     run = store.run()
     if run is None:
         raise InputError(f"{store.path} holds no run")
-    # A run on a task read from a file carries the task: its report needs no file.
-    tasks.register_recorded(json.loads(run.config_json).get("task_files", {}))
-    policy = EmptyPolicy(empty)
+    catalog = run_catalog(run)
+    with catalog.active():
+        return _load(store, run, EmptyPolicy(empty), catalog)
+
+
+def run_catalog(run: RunRow) -> TaskCatalog:
+    """The tasks of ``run``: a run on a task read from a file carries the task (and the labels
+    it adds to the lexicon), so its reports need no file."""
+    return TaskCatalog.from_recorded(json.loads(run.config_json).get("task_files", {}))
+
+
+def _load(store: RunStore, run: RunRow, policy: EmptyPolicy, catalog: TaskCatalog) -> RunData:
     rows = store.conversations(run.id)
     turns = store.all_turns(run.id)
     stored = store.metrics(run.id)
@@ -113,7 +126,9 @@ def load_run(store: RunStore, *, empty: EmptyPolicy | str = EmptyPolicy.ZERO) ->
     same = sorted({r.agent for r in rows if r.agent_model == r.simulator_model})
     on_base = sorted({r.agent for r in rows if runs_on_base_of(r.agent_model, r.simulator_model)})
     calls = store.call_totals(run.id)
-    return RunData(run, kept, errors, unfinished, same, calls, policy, agent_failures, on_base)
+    return RunData(
+        run, kept, errors, unfinished, same, calls, policy, agent_failures, on_base, catalog
+    )
 
 
 def _conversation(

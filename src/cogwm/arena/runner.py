@@ -24,7 +24,7 @@ from cogwm import tasks
 from cogwm.arena.budget import Budget
 from cogwm.arena.cast import Cast, Roles
 from cogwm.arena.collector import steady_collector
-from cogwm.arena.config import ArenaConfig, ModelConfig, config_hash, stored_config
+from cogwm.arena.config import ArenaConfig, ModelConfig, ServedModels, config_hash, stored_config
 from cogwm.arena.conversation import Conversation, Limits
 from cogwm.arena.digests import Digests, ask_served_models
 from cogwm.arena.opening import Opening
@@ -482,23 +482,27 @@ def open_run(
     shard: Shard | None,
     windows: Windows | None = None,
     simulator_identity: str | None = None,
+    served: ServedModels | None = None,
 ) -> OpenedRun:
     """The run in ``store`` for ``config``: a new run, or the stored one when resuming.
 
     The stored config also holds the history windows used and ``simulator_identity`` (the
-    simulated user's backend identity, by which a report finds its validity card).
+    simulated user's backend identity, by which a report finds its validity card). ``served``:
+    the model ids the ``openai:`` endpoints reported (``ask_served_models``), part of the hash.
 
     Raises:
         ConfigError: The store holds a run and ``resume`` is off; the stored config differs and
             ``force`` is off; or the shard differs from the stored one.
     """
-    digest = config_hash(config)
+    digest = config_hash(config, served)
     prompts = [p.model_dump(mode="json") for p in config.prompts()]
     # The windows used are stored with the config, for the report.
     shown = (windows or resolve_windows(config)).to_json()
     recorded = {**stored_config(config, shown), "simulator_identity": simulator_identity}
     stored = store.run()
-    refuse_opening(config, stored, store.path, resume=resume, force=force, shard=shard)
+    refuse_opening(
+        config, stored, store.path, resume=resume, force=force, shard=shard, served=served
+    )
     if stored is None:
         run_id = store.create_run(
             name=config.name,
@@ -532,9 +536,11 @@ def refuse_opening(
     resume: bool,
     force: bool,
     shard: Shard | None,
+    served: ServedModels | None = None,
 ) -> None:
     """Refuse to run ``config`` into a store holding ``stored`` (at ``path``), as ``open_run``
     would; callers check with a read-only store first, so a refused run writes nothing.
+    ``served`` as ``open_run`` takes it.
 
     Raises:
         ConfigError: The store holds a run and ``resume`` is off; the shard differs from the
@@ -551,7 +557,7 @@ def refuse_opening(
         raise ConfigError(
             f"--shard: {path} holds shard {stored.shard or 'none'}, not {shard or 'none'}"
         )
-    digest = config_hash(config)
+    digest = config_hash(config, served)
     if stored.config_hash != digest and not force:
         raise ConfigError(
             f"config changed since the run started (hash {stored.config_hash[:12]} -> "
@@ -584,7 +590,8 @@ async def run_arena(
     store.acquire_lease()
     heartbeat = asyncio.create_task(_heartbeat(store))
     try:
-        with steady_collector(), store.background_checkpoints():
+        # The config's tasks (and the emotion labels they add) are known for this run only.
+        with steady_collector(), store.background_checkpoints(), config.catalog.active():
             return await _run_leased(
                 config,
                 store,
@@ -623,7 +630,7 @@ async def _run_leased(
     everything = planned_units(config)
     units = shard_units(everything, shard)
     windows = resolve_windows(config, everything)  # over every shard: one window for all
-    await ask_served_models(config, load_model)  # the served model ids enter the digests
+    served = await ask_served_models(config, load_model)  # the served model ids enter the digests
     # Opened only once the scenarios are known: a run refused here leaves no run record.
     identity = await simulator_identity(config, load_model)
     opened = open_run(
@@ -634,9 +641,10 @@ async def _run_leased(
         shard=shard,
         windows=windows,
         simulator_identity=identity,
+        served=served,
     )
     run_id = opened.id
-    digests = Digests(config, windows)
+    digests = Digests(config, windows, served)
     current = {u.key: digests.unit(u) for u in units}
     if not opened.config_changed:
         # Rows of a format-1 store have no digest; under the config they ran with, they are

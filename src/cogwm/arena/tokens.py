@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from cogwm import tasks
 from cogwm.arena.config import AgentConfig, ArenaConfig
 from cogwm.arena.participants import (
     CHARS_PER_TOKEN,
@@ -83,7 +82,7 @@ def agent_call_tokens(
 ) -> tuple[int, int]:
     """``(system prompt, reply budget)`` tokens of one call of a model or endpoint agent."""
     own = Prompt(id="own", version=1, text=own_prompt)
-    system = text_tokens(AgentParticipant.system_text(tasks.get(task), own, condition))
+    system = text_tokens(AgentParticipant.system_text(config.catalog.get(task), own, condition))
     reply = agent.max_tokens
     if condition is Condition.COT:
         reply += agent.reasoning_max_tokens + COT_OVERHEAD_TOKENS

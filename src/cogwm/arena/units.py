@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from cogwm import tasks
 from cogwm.arena.config import AgentConfig, ArenaConfig
 from cogwm.arena.scenarios import Scenario, select_scenarios
 from cogwm.arena.termination import Condition
@@ -92,7 +91,7 @@ def planned_units(config: ArenaConfig, shard: Shard | None = None) -> list[Unit]
     data_dir = Path(config.data_dir) if config.data_dir else None
     scenarios = {
         task: select_scenarios(
-            tasks.get(task),
+            config.catalog.get(task),
             config.dialogues_per_task,
             config.scenarios,
             data_dir=data_dir,

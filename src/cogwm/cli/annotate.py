@@ -121,8 +121,11 @@ def run_command(
     chosen = select(dialogues, seed=seed, limit=limit, split=split, labelled_only=labelled_only)
     budget = Budget(max_tokens_total=max_tokens_total)
     preflight_models([("--model", model)], network=network_preflight, base_url_option=False)
-    with AnnotationStore(db) as store:
+    # A task file's emotion labels are known to this annotation only.
+    own_tasks = tasks.files_catalog([task_name] if task_name else [])
+    with AnnotationStore(db) as store, own_tasks.active():
         check_resumable(store, model, resume=resume)
+        store.record_tasks(own_tasks.recorded([task.name]))
         loaded = load(model)
         totals = asyncio.run(
             _run(chosen, loaded, task, store, seed, concurrency, profiles, progress, budget)
@@ -243,9 +246,12 @@ def export_command(
     from cogwm.annotate.export import export_items
     from cogwm.annotate.io import write_labelled
     from cogwm.annotate.store import AnnotationStore
+    from cogwm.tasks import TaskCatalog
 
     with AnnotationStore(db, read_only=True) as store:
-        count = write_labelled(out, export_items(store))
+        # Annotations of a task read from a file carry its labels: the export needs no file.
+        with TaskCatalog.from_recorded(store.recorded_tasks()).active():
+            count = write_labelled(out, export_items(store))
         totals = store.totals()
     err_console.print(
         f"{count} dialogues written to {out} · {totals.user_turns} user turns, "

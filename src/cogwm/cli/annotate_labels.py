@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cogwm.annotate import human
@@ -19,6 +18,7 @@ from cogwm.annotate.io import write_labelled
 from cogwm.annotate.summary import LabelSummary, counting
 from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
 from cogwm.errors import InputError
+from cogwm.progress import ProgressBar
 from cogwm.schema.partial import STATE_FIELDS, LabelledDialogue
 
 
@@ -55,19 +55,11 @@ def labels(
     with err_console.status(f"reading {corpus}"):
         items = human.labelled_dialogues(corpus, root, split=split)
     summary = LabelSummary()
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TextColumn("{task.completed:,} dialogues"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(f"mapping {corpus}", total=None)
+    with ProgressBar(f"mapping {corpus}", None, console=err_console, transient=True) as bar:
 
         def advancing() -> Iterator[LabelledDialogue]:
             for item in counting(items, summary):
-                progress.advance(task)
+                bar.update(advance=1)
                 yield item
 
         written = write_labelled(out, advancing())

@@ -6,50 +6,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
 from cogwm.errors import InputError
+from cogwm.progress import ProgressBar
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS, SPLITS
 
 app = typer.Typer(
     help="Training samples of the world model: one per user turn, split by dialogue.",
     no_args_is_help=True,
 )
-
-
-class _Bar:
-    """A rich progress bar driven by ``(what, done, total)`` calls."""
-
-    def __init__(self) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err_console,
-        )
-        self.task: TaskID | None = None
-        self.what = ""
-
-    def __call__(self, what: str, done: int, total: int | None) -> None:
-        if what != self.what or self.task is None:
-            if self.task is not None:
-                self.progress.update(self.task, visible=False)
-            self.task = self.progress.add_task(what, total=total)
-            self.what = what
-        self.progress.update(self.task, completed=done, total=total)
 
 
 @app.command("build")
@@ -111,8 +78,13 @@ def build(
         raise InputError("no sources: give --human CORPUS and/or --annotations FILE.jsonl")
     check_out_dir(out, force=force)
     root = resolve_data_dir(data_dir) if human else data_dir
-    bar = _Bar()
-    with bar.progress:
+    bar = ProgressBar("samples", None, console=err_console)
+
+    def show(what: str, done: int, total: int | None) -> None:
+        bar.stage(what, total)
+        bar.update(completed=done)
+
+    with bar:
         manifest = build_samples(
             out,
             sources,
@@ -122,7 +94,7 @@ def build(
             limit=limit,
             force=force,
             understand=understand,
-            progress=bar,
+            progress=show,
         )
     if as_json:
         print_json({"out": str(out), **manifest})

@@ -105,8 +105,9 @@ def fidelity(
     from cogwm.metrics.turn import score_turns, summarize_turns
 
     spec = tasks.get(task) if task is not None else None
-    gold_records = read_fidelity_file(gold)
-    predicted = read_fidelity_file(predictions)
+    with tasks.files_catalog([task] if task else []).active():  # the labels a task file adds
+        gold_records = read_fidelity_file(gold)
+        predicted = read_fidelity_file(predictions)
     gold_records = _of_mode(gold_records, next(iter(predicted.values())).mode)
     if predicted_only:
         kept = {k: r for k, r in gold_records.items() if k in predicted}
@@ -231,8 +232,9 @@ def trajectories(
     """Trajectory metrics (AUC, Δ, PSR, Mono, per-dimension Δ, nz%) and task scores (CTS, GO)."""
     spec = tasks.get(task)
     spec.require_weights()
-    records = read_trajectory_file(file)
-    items = [_conversation(file, number, record, spec, empty) for number, record in records]
+    with tasks.files_catalog([task]).active():  # the labels a task file adds
+        records = read_trajectory_file(file)
+        items = [_conversation(file, number, record, spec, empty) for number, record in records]
     if judge:
         items = _judge_outcomes(judge, records, items, spec)
     summary = summarize_trajectories(

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cogwm.cli.common import EXIT_UNITS_FAILED, err_console, require_resumable
 from cogwm.errors import InputError
 from cogwm.models.model import Model
+from cogwm.progress import ProgressBar
 from cogwm.simulator.format import Mode
 from cogwm.simulator.samples import Sample
 from cogwm.simulator.simulate import (
@@ -97,15 +97,8 @@ def _run(
     concurrency: int,
     seed: int,
 ) -> RunResult:
-    progress = Progress(
-        TextColumn("[bold]simulating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-    )
-    with progress, out.open("a", encoding="utf-8") as handle:
-        bar = progress.add_task("simulate", total=len(todo))
+    bar = ProgressBar("simulating", len(todo), console=err_console)
+    with bar, out.open("a", encoding="utf-8") as handle:
         return asyncio.run(
             run_predictions(
                 loaded,
@@ -114,6 +107,6 @@ def _run(
                 handle,
                 concurrency=concurrency,
                 seed=seed,
-                on_done=lambda: progress.advance(bar),
+                on_done=lambda: bar.update(advance=1),
             )
         )

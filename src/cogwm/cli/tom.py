@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cogwm.cli.common import (
@@ -29,6 +28,7 @@ from cogwm.cli.common import (
 )
 from cogwm.errors import InputError
 from cogwm.limits import MAX_CONCURRENCY
+from cogwm.progress import ProgressBar
 
 if TYPE_CHECKING:
     from cogwm.models import Model
@@ -99,15 +99,8 @@ def _load_model(spec: str, base_url: str | None) -> Model:
 
 @contextmanager
 def _progress(label: str, total: int) -> Iterator[Callable[[], None]]:
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda: progress.advance(task)
+    with ProgressBar(label, total, console=err_console, transient=True) as bar:
+        yield lambda: bar.update(advance=1)
 
 
 def _count_table(items: list[ToMItem], title: str) -> Table:

@@ -1,4 +1,4 @@
-"""Corpus statistics in the words of DESIGN.md §2: utterances, turns, user turns, rounds."""
+"""Corpus statistics in the words of docs/architecture.md: utterances, turns, user turns, rounds."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ reply and the simulated user's answer. The observation is the user's utterance (
 state too when ``reveal_state``); the user's state is always in ``info["state"]``.
 
 Reward: ``r_t = s_t - s_{t-1}``, the change in the task's composite score of the user's state
-(DESIGN.md §5; ``s_0`` is the state read from the cold start), so an episode's return is the
+(``s_0`` is the state read from the cold start), so an episode's return is the
 arena's Δ for the same conversation. ``info["components"]`` holds the state's parts (emotion
 valence and the B/D/I values) and ``info["composite"]`` is ``s_t``. With
 ``good_outcome_bonus``, the judge's GoodOutcome verdict at the end adds that bonus (an
@@ -59,7 +59,7 @@ class AsyncArenaEnv:
     """One conversation at a time with the simulated user; ``await`` its ``reset`` and ``step``.
 
     Args:
-        task: The task (its weights define the reward).
+        task: The task (its weights define the reward): a name, a task file or a spec.
         simulator: The user simulator (a model address or its config).
         intent_detector: Default: the simulator's model at temperature 0.
         judge: The GoodOutcome judge (used only with ``good_outcome_bonus``).
@@ -76,7 +76,7 @@ class AsyncArenaEnv:
 
     def __init__(
         self,
-        task: str,
+        task: str | TaskSpec,
         simulator: str | ModelConfig,
         *,
         intent_detector: ModelConfig | None = None,
@@ -91,7 +91,7 @@ class AsyncArenaEnv:
         reveal_state: bool = False,
         load_model: Callable[..., Model] = load,
     ):
-        self.task: TaskSpec = tasks.get(task)
+        self.task: TaskSpec = task if isinstance(task, TaskSpec) else tasks.get(task)
         self.task.require_weights()
         sim = SimulatorConfig(model=simulator) if isinstance(simulator, str) else simulator
         if isinstance(sim, SimulatorConfig) and sim.python is not None:
@@ -123,7 +123,7 @@ class AsyncArenaEnv:
         """An environment with an arena config's simulator, detector, judge, limits, seed and
         scenarios (the config's agents play no part)."""
         name = task or config.tasks[0]
-        spec = tasks.get(name)
+        spec = config.catalog.get(name)
         scenarios = select_scenarios(
             spec,
             config.dialogues_per_task,
@@ -134,7 +134,7 @@ class AsyncArenaEnv:
             split_seed=config.scenario_split_seed,
         )
         return cls(
-            name,
+            spec,  # a task the config read from a file is known to the config alone
             config.simulator,
             intent_detector=config.intent_model,
             judge=config.judge_model,

@@ -1,5 +1,5 @@
-"""The three tiers of evaluation (DESIGN.md §5): turn fidelity, trajectory dynamics and task
-scores, plus the LLM-judge metrics and the aggregation of all of them.
+"""The three tiers of evaluation (docs/architecture.md, "Evaluation tiers"): turn fidelity,
+trajectory dynamics and task scores, plus the LLM-judge metrics and the aggregation of all of them.
 
 Pure functions over stored results. Modules: ``turn`` (fidelity per sample), ``text`` (ROUGE,
 BLEU, length ratio, Distinct-1), ``embeddings`` (sentence embeddings for B/D/I-Sim),

@@ -75,7 +75,7 @@ class Discriminability(NamedTuple):
 def discriminability(
     agent_deltas: Mapping[str, Sequence[Sequence[float | None]]], *, ddof: int = 1
 ) -> Discriminability:
-    """Per-task discriminability (DESIGN.md §6).
+    """Per-task discriminability (docs/architecture.md, "Arena").
 
     For each of E-Δ, B-Δ, D-Δ, I-Δ: every agent's mean Δ over its conversations (undefined Δs
     left out), then the standard deviation of those means across agents (``ddof`` = 1, the

@@ -1,4 +1,4 @@
-"""LLM-judge metrics (DESIGN.md §5): Emo, Bel, Des, Int, Utt, Coh on 1-5 per turn, and
+"""LLM-judge metrics: Emo, Bel, Des, Int, Utt, Coh on 1-5 per turn, and
 GoodOutcome (yes/no) per finished dialogue.
 
 Each metric is one structured-output call through the model interface

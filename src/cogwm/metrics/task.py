@@ -1,4 +1,4 @@
-"""Task tier (DESIGN.md §5): the Composite Trajectory Score and GoodOutcome rates.
+"""Task tier: the Composite Trajectory Score and GoodOutcome rates.
 
 ``CTS = 0.40 * AUC + 0.30 * PSR + 0.30 * Δ``. Mono is left out of CTS on purpose: it correlates
 strongly with PSR (r = 0.77 in the paper), so adding it would count the same signal twice.
@@ -26,7 +26,7 @@ class CTSWeights(NamedTuple):
     delta: float
 
 
-#: The CTS weights of DESIGN.md §5.
+#: The CTS weights (docs/architecture.md, "Evaluation tiers").
 CTS_WEIGHTS = CTSWeights(auc=0.40, psr=0.30, delta=0.30)
 
 

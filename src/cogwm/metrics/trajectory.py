@@ -1,4 +1,4 @@
-"""Trajectory tier (DESIGN.md §5): the composite score per turn and the dynamics of a series.
+"""Trajectory tier: the composite score per turn and the dynamics of a series.
 
 Per turn, ``Comp_t = w_E * E_val_t + w_B * B_t + w_D * D_t + w_I * I_t`` with the task's
 weights (``TaskSpec.require_weights``), ``E_val`` the valence of the emotion label and ``B_t``
@@ -186,7 +186,7 @@ def _sign(x: float) -> int:
 
 
 def trajectory_metrics(scores: Sequence[float]) -> TrajectoryMetrics:
-    """AUC, Δ, PSR, Mono and CTS of one score series exactly as DESIGN.md §5 writes them.
+    """AUC, Δ, PSR, Mono and CTS of one score series exactly as docs/architecture.md writes them.
 
     Raises:
         InputError: A score is not a finite number.

@@ -1,4 +1,4 @@
-"""Turn tier (DESIGN.md §5): how faithfully one predicted turn (state + utterance) matches gold.
+"""Turn tier: how faithfully one predicted turn (state + utterance) matches gold.
 
 Per sample (one user turn):
 

@@ -1,4 +1,4 @@
-"""One model interface for every LLM use (DESIGN.md §8).
+"""One model interface for every LLM use (docs/architecture.md, "Models").
 
 Contract (implemented in this package):
 

@@ -44,6 +44,11 @@ class Backend(ABC):
         it actually serves add that (``openai:``); others return ``identity``."""
         return self.identity
 
+    async def served_models(self) -> dict[tuple[str, str], str]:
+        """The model id each endpoint reports serving, by (model name, endpoint label); empty
+        for backends that cannot ask (all but ``openai:``)."""
+        return {}
+
     def effective_sampling(self, sampling: Sampling) -> Sampling:
         """The sampling actually used (defaults filled in, caps applied); enters the cache key."""
         return sampling

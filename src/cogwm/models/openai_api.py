@@ -89,14 +89,10 @@ class OpenAIOptions(BaseModel):
     )
 
 
-#: The model id each endpoint reported for a model name, by (model name, endpoint label); filled
-#: by ``OpenAIBackend.served_identity`` and read by the run config digest (one ask per process).
+#: The model id each endpoint reported for a model name, by (model name, endpoint label): what
+#: the process learnt, so that it asks each endpoint once (``OpenAIBackend.served_models``).
+#: Run digests never read it; they are handed the answers.
 _SERVED: dict[tuple[str, str], str] = {}
-
-
-def served_model(model: str, endpoint: str) -> str | None:
-    """The model id ``endpoint`` reported for ``model`` in this process, if it was asked."""
-    return _SERVED.get((model, endpoint))
 
 
 def endpoint_label(url: str) -> str:
@@ -224,21 +220,29 @@ class OpenAIBackend(Backend):
         Asked once per endpoint and process; an endpoint that gives no list (or does not name
         the model) adds nothing, so the identity stays the name and endpoints.
         """
-        if self._served_identity is not None:
-            return self._served_identity
-        async with self._lock("served"):
-            if self._served_identity is None:
-                served = []
-                for endpoint in self.endpoints:
-                    known = _SERVED.get((self.model, endpoint))
-                    if known is None:
-                        known = await self._ask_served(endpoint)
-                    if known is not None:
-                        _SERVED[(self.model, endpoint)] = known
-                        served.append(f"{endpoint}={known}")
-                suffix = f"+served:{','.join(sorted(served))}" if served else ""
-                self._served_identity = self.identity + suffix
+        if self._served_identity is None:
+            found = await self.served_models()
+            served = [f"{endpoint}={known}" for (_, endpoint), known in found.items()]
+            suffix = f"+served:{','.join(sorted(served))}" if served else ""
+            self._served_identity = self.identity + suffix
         return self._served_identity
+
+    async def served_models(self) -> dict[tuple[str, str], str]:
+        """The model id each endpoint reports for this model, by (model name, endpoint label).
+
+        Asked once per endpoint and process (the answer is remembered for every backend of the
+        process, so a run and its reply cache agree); endpoints without a list are left out.
+        """
+        async with self._lock("served"):
+            found: dict[tuple[str, str], str] = {}
+            for endpoint in self.endpoints:
+                known = _SERVED.get((self.model, endpoint))
+                if known is None:
+                    known = await self._ask_served(endpoint)
+                if known is not None:
+                    _SERVED[(self.model, endpoint)] = known
+                    found[(self.model, endpoint)] = known
+        return found
 
     async def complete(self, request: BackendRequest, endpoint: str) -> BackendReply:
         """One chat completion; failures become classified, key-free ``BackendError``s."""

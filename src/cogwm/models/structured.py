@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from cogwm.models.types import Message, StructuredMode
-from cogwm.schema.lexicon import lexicon_version
+from cogwm.schema.lexicon import Lexicon, active_lexicon
 
 # Modes in which nothing but the prompt tells the model the schema.
 UNENFORCED_MODES = frozenset({StructuredMode.PROMPT, StructuredMode.JSON_OBJECT})
@@ -22,11 +22,11 @@ def schema_for(output_model: type[BaseModel]) -> dict[str, Any]:
     Building a schema costs milliseconds, which dominates a fast backend's call; it is built once
     per output model and lexicon (the emotion enum follows lexicon extensions).
     """
-    return _schema_cached(output_model, lexicon_version())
+    return _schema_cached(output_model, active_lexicon())
 
 
 @functools.lru_cache(maxsize=256)
-def _schema_cached(output_model: type[BaseModel], _lexicon_version: int) -> dict[str, Any]:
+def _schema_cached(output_model: type[BaseModel], _lexicon: Lexicon) -> dict[str, Any]:
     return output_model.model_json_schema()
 
 

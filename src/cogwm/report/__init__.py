@@ -14,8 +14,9 @@ def write_plots(data: RunData, report: ArenaReport, out_dir: Path) -> list[Path]
     cross-task mean trajectory over five regions, heatmap."""
     from cogwm.report.plots import correlation_heatmap, cross_task_plot, trajectory_plots
 
-    written = trajectory_plots(data, out_dir)
-    cross_task = cross_task_plot(data, out_dir / "cross_task_trajectory.png")
+    with data.catalog.active():  # the run's own tasks, looked up by name in the figures
+        written = trajectory_plots(data, out_dir)
+        cross_task = cross_task_plot(data, out_dir / "cross_task_trajectory.png")
     if cross_task is not None:
         written.append(cross_task)
     if report.correlations is not None:

@@ -419,6 +419,13 @@ def build_report(
     data: RunData, *, n_resamples: int = 2000, seed: int = 0, detect: float | None = None
 ) -> ArenaReport:
     """All tables of a run (``detect``: a CTS difference to size the scenario counts for)."""
+    with data.catalog.active():  # the run's own tasks, looked up by name in the tables
+        return _build_report(data, n_resamples=n_resamples, seed=seed, detect=detect)
+
+
+def _build_report(
+    data: RunData, *, n_resamples: int, seed: int, detect: float | None
+) -> ArenaReport:
     arms = arm_rows(data, n_resamples=n_resamples, seed=seed)
     config: dict[str, Any] = json.loads(data.run.config_json)
     return ArenaReport(

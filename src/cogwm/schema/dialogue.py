@@ -1,8 +1,8 @@
 """Dialogues: utterances as the corpus has them, grouped into turns on demand.
 
-Words (DESIGN.md §2): an *utterance* is one corpus row; a *turn* is a maximal run of
-consecutive utterances by one speaker; a *user turn* is a turn by the user role; a *round*
-is one agent turn followed by one user turn.
+Words (docs/architecture.md, "Cognitive state"): an *utterance* is one corpus row; a *turn* is a
+maximal run of consecutive utterances by one speaker; a *user turn* is a turn by the user role;
+a *round* is one agent turn followed by one user turn.
 """
 
 from __future__ import annotations

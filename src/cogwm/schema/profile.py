@@ -1,4 +1,7 @@
-"""User profile: the conditioning input of the simulator (DESIGN.md §2)."""
+"""User profile: the conditioning input of the simulator.
+
+See docs/architecture.md, "Cognitive state".
+"""
 
 from __future__ import annotations
 

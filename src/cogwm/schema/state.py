@@ -6,7 +6,7 @@ import math
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from cogwm.schema.base import Record
 from cogwm.schema.lexicon import is_known, valence, valence_table
@@ -50,6 +50,14 @@ class Emotion(Record):
     )
     intensity: int = Field(ge=1, le=3, description="1 weak, 2 moderate, 3 strong.")
     evidence: str = Field(default="", description="A quote from the utterance that grounds it.")
+    #: The label's valence in the lexicon in force when the record was made: kept with it, so
+    #: that an emotion read under a run's lexicon keeps its number wherever it is used.
+    _valence: float | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _keep_valence(self) -> Emotion:
+        self._valence = valence(self.label)
+        return self
 
     @field_validator("label")
     @classmethod
@@ -63,7 +71,7 @@ class Emotion(Record):
     @property
     def valence(self) -> float:
         """Valence of the label (``E_val``)."""
-        return valence(self.label)
+        return valence(self.label) if self._valence is None else self._valence
 
     @property
     def quantified(self) -> float:

@@ -7,7 +7,7 @@ without any translation.
 
 What the simulator sees (:class:`WorldModelInput`): the task, the user's situation and profile, the
 initial and previous states, and a window of the conversation. The fixed instruction is short on
-purpose: prompt tokens dominate the cost of training (DESIGN.md §8).
+purpose: prompt tokens dominate the cost of training (docs/architecture.md, "Models").
 
 What it says (:class:`WorldModelOutput`): compact JSON with a fixed key order, ``emotion``,
 ``beliefs``, ``desires``, ``intentions``, then ``utterance`` and ``leave`` in prediction mode.

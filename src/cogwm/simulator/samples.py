@@ -1,4 +1,4 @@
-"""Training samples of the world model: one per user turn of a labelled dialogue (DESIGN.md §4).
+"""Training samples of the world model: one per user turn of a labelled dialogue.
 
 A sample's input is the simulator's prompt in the world-model format (:mod:`cogwm.simulator.format`,
 the same messages the arena's simulator sends): the task context, the user's profile, the initial

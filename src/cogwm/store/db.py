@@ -28,6 +28,7 @@ from cogwm.schema.calls import CallRecord
 from cogwm.store.connections import close_writer, connect_reader, connect_writer
 from cogwm.store.ownership import StoreKind, check_store, stamp
 from cogwm.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
+from cogwm.store.versions import Migration, migrate, read_format, refuse_newer, write_format
 
 
 class RunRow(NamedTuple):
@@ -186,23 +187,27 @@ class RunStore:
             raise InputError(f"{path} is not a cogwm run store: {exc}") from None
 
     def _migrate(self) -> None:
-        """Bring the store to ``SCHEMA_VERSION``: create a new one, or migrate step by step."""
-        version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise InputError(
-                f"{self.path} has store schema {version}; this cogwm reads up to {SCHEMA_VERSION}"
-            )
+        """Bring the store to ``SCHEMA_VERSION``: create a new one, or migrate step by step
+        (the convention of every store: ``cogwm.store.versions``)."""
+        version = read_format(self.db)
+        refuse_newer(
+            version,
+            SCHEMA_VERSION,
+            f"{self.path} has store schema {version}; this cogwm reads up to {SCHEMA_VERSION}",
+        )
         if version == 0:
             if self.read_only:
                 raise InputError(f"{self.path} is not an initialised cogwm run store")
             with self.transaction():
                 for statement in _statements(SCHEMA):
                     self.db.execute(statement)
-                self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                write_format(self.db, SCHEMA_VERSION)
             return
-        while version < SCHEMA_VERSION:
-            self._migrate_from(version)
-            version += 1
+        steps = {start: self._migration(start) for start in MIGRATIONS}
+        migrate(self.db, version, SCHEMA_VERSION, steps, path=self.path, what="store schema")
+
+    def _migration(self, start: int) -> Migration:
+        return lambda _conn: self._migrate_from(start)
 
     def _migrate_from(self, version: int) -> None:
         """One migration step, atomic; foreign keys are off while tables are rebuilt."""
@@ -217,7 +222,7 @@ class RunStore:
                         f"{self.path}: migration from store format {version} left "
                         f"{len(broken)} dangling reference(s); the store is unchanged"
                     )
-                self.db.execute(f"PRAGMA user_version={version + 1}")
+                write_format(self.db, version + 1)
         finally:
             self.db.execute("PRAGMA foreign_keys=ON")
 
@@ -690,7 +695,7 @@ def stored_run(path: Path) -> RunRow | None:
     try:
         db = connect_reader(path)
         try:
-            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            version = read_format(db)
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
@@ -716,7 +721,7 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     """A read-only connection; a store of an older format is migrated in a copy in memory,
     so reading never changes the file."""
     db = connect_reader(path, isolation_level=None)
-    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    version = read_format(db)
     if version == 0 or version >= SCHEMA_VERSION:
         return db
     memory = sqlite3.connect(":memory:", isolation_level=None)

@@ -1,4 +1,4 @@
-"""The SQLite schema of the run store (DESIGN.md §6, STYLE.md "SQLite").
+"""The SQLite schema of the run store.
 
 One file holds one arena run (or the merge of its shards): the run with its config, config hash,
 prompts, git revision and package versions; its scenario preparations (profile and initial state,

@@ -1,79 +1,45 @@
-"""Task registry: ``cogwm.tasks.get("ESC")``, or ``get("path/to/task.toml")`` for your own task."""
+"""Tasks by name: ``cogwm.tasks.get("ESC")``, or ``get("path/to/task.toml")`` for your own task.
+
+Lookups are pure: they see the built-in specs and the catalog in force
+(:meth:`cogwm.tasks.catalog.TaskCatalog.active`, put in force by a run for its own tasks); a
+task file's path gives that file's task without registering it anywhere, so a task read for one
+config is never visible to another.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from cogwm.errors import ConfigError, InputError
 from cogwm.schema import TaskSpec
-from cogwm.tasks import custom
-from cogwm.tasks.custom import is_task_path, load_task_file
-from cogwm.tasks.specs import BUILTIN
-
-_REGISTRY: dict[str, TaskSpec] = {spec.name: spec for spec in BUILTIN}
-
-
-#: Other spellings of a task name, read as the task (DialToM called persuasion ``PFG``).
-_ALIASES = {"PFG": "PD"}
+from cogwm.tasks.catalog import BUILTIN_CATALOG, TaskCatalog, active_catalog
 
 
 def get(name: str) -> TaskSpec:
-    """The task spec called ``name`` (case-insensitive); an ``InputError`` naming the choices.
-
-    A name ending in ``.toml`` is a task file (see ``cogwm.tasks.custom``): it is read, registered
-    under the name it gives (so later lookups by that name find it) and returned.
-    """
-    if is_task_path(name):
-        return _load_file(Path(name.strip()))
-    key = name.strip().upper()
-    spec = _REGISTRY.get(_ALIASES.get(key, key))
-    if spec is None:
-        raise InputError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}")
-    return spec
+    """The task spec called ``name`` (case-insensitive) in the catalog in force, or the task
+    in a ``.toml`` file; an ``InputError`` naming the choices."""
+    return active_catalog().get(name)
 
 
-def register(spec: TaskSpec, *, replace: bool = False) -> None:
-    """Add a task spec; re-registering a name needs ``replace=True``."""
-    if spec.name in _REGISTRY and not replace:
-        raise ValueError(f"task {spec.name} is already registered")
-    _REGISTRY[spec.name] = spec
-
-
-def _load_file(path: Path) -> TaskSpec:
-    spec = load_task_file(path)
-    known = _REGISTRY.get(spec.name)
-    if known is not None and known != spec:
-        # One name must mean one task in a run (the store keeps names, not files).
-        raise ConfigError(f"task {path}: task.name: {spec.name} is already a different task")
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def file_tasks(names: list[str]) -> dict[str, dict[str, Any]]:
-    """Of ``names``, the tasks read from files, as a run records them (empty for built-ins)."""
-    builtin = {spec.name for spec in BUILTIN}
-    return {n: custom.recorded(get(n)) for n in names if n.strip().upper() not in builtin}
-
-
-def register_recorded(recorded: dict[str, dict[str, Any]]) -> None:
-    """Register the file tasks a run recorded (``file_tasks``), so its reports need no files."""
-    for data in recorded.values():
-        spec = custom.restore(data)
-        known = _REGISTRY.get(spec.name)
-        if known is not None and known != spec:
-            raise ConfigError(f"the run's task {spec.name} differs from the one registered")
-        _REGISTRY[spec.name] = spec
+def files_catalog(names: list[str]) -> TaskCatalog:
+    """The built-in tasks plus the tasks of the ``.toml`` paths among ``names``: put it in force
+    (``.active()``) where a command works on its own task files."""
+    return BUILTIN_CATALOG.read(names)
 
 
 def names() -> list[str]:
-    """Names of all registered tasks."""
-    return sorted(_REGISTRY)
+    """Names of all tasks in the catalog in force."""
+    return active_catalog().names()
 
 
 def for_corpus(corpus: str) -> TaskSpec | None:
     """The task whose corpus is ``corpus``, if any."""
-    return next((s for s in _REGISTRY.values() if s.corpus == corpus), None)
+    return active_catalog().for_corpus(corpus)
 
 
-__all__ = ["file_tasks", "for_corpus", "get", "names", "register", "register_recorded"]
+__all__ = [
+    "BUILTIN_CATALOG",
+    "TaskCatalog",
+    "active_catalog",
+    "files_catalog",
+    "for_corpus",
+    "get",
+    "names",
+]

@@ -28,6 +28,8 @@ The file holds one ``[task]`` table (see ``examples/custom_task/task.toml``)::
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +37,29 @@ from pydantic import ValidationError
 
 from cogwm.errors import ConfigError
 from cogwm.schema import TaskSpec
-from cogwm.schema.lexicon import register_emotion
+from cogwm.schema.lexicon import DEFAULT_LEXICON
 
 #: Keys of ``[task]`` besides the TaskSpec's own fields.
 _EXTRA_KEYS = ("emotions",)
-#: The extra emotions each task read from a file brought (recorded with runs, see ``recorded``).
-_EMOTIONS: dict[str, dict[str, float]] = {}
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """A task read from a file: its spec and the emotion labels it adds (label -> valence)."""
+
+    spec: TaskSpec
+    emotions: Mapping[str, float] = field(default_factory=dict)
+
+    def recorded(self) -> dict[str, Any]:
+        """What a run stores of the task, so a later process can use the run alone."""
+        return {"spec": self.spec.model_dump(mode="json"), "emotions": dict(self.emotions)}
+
+    @classmethod
+    def restore(cls, data: Mapping[str, Any]) -> FileTask:
+        """The task of ``recorded``'s output."""
+        emotions = {str(k): float(v) for k, v in data.get("emotions", {}).items()}
+        spec = TaskSpec.model_validate(data["spec"], strict=False)
+        return cls(spec, emotions)
 
 
 def is_task_path(name: str) -> bool:
@@ -48,8 +67,11 @@ def is_task_path(name: str) -> bool:
     return name.strip().lower().endswith(".toml")
 
 
-def load_task_file(path: Path) -> TaskSpec:
-    """Read, validate and return the task in ``path``; its extra emotions join the lexicon.
+def read_task_file(path: Path) -> FileTask:
+    """Read and validate the task in ``path`` with the emotion labels it adds.
+
+    Nothing is registered: the caller decides where the task and its labels are known
+    (``cogwm.tasks.catalog.TaskCatalog``).
 
     Raises:
         ConfigError: One line naming the file and the offending key.
@@ -66,11 +88,21 @@ def load_task_file(path: Path) -> TaskSpec:
         raise ConfigError(f"task {path}: cannot read ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"task {path}: not valid TOML: {exc}") from None
-    return parse_task(raw, source=f"task {path}")
+    return parse_file_task(raw, source=f"task {path}")
+
+
+def load_task_file(path: Path) -> TaskSpec:
+    """The spec of the task in ``path`` (see ``read_task_file``)."""
+    return read_task_file(path).spec
 
 
 def parse_task(raw: dict[str, Any], *, source: str = "task") -> TaskSpec:
     """Validate a ``{"task": {...}}`` mapping; errors are one line naming the key."""
+    return parse_file_task(raw, source=source).spec
+
+
+def parse_file_task(raw: dict[str, Any], *, source: str = "task") -> FileTask:
+    """As ``parse_task``, with the emotion labels the task adds."""
     table = raw.get("task")
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [task]: a [task] table is required")
@@ -97,25 +129,11 @@ def parse_task(raw: dict[str, Any], *, source: str = "task") -> TaskSpec:
         where = ".".join(str(p) for p in ("task", *first.get("loc", ())))
         message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
         raise ConfigError(f"{source}: {where}: {message}") from None
-    _EMOTIONS[spec.name] = _register_emotions(table.get("emotions", {}), source)
-    return spec
+    emotions = _checked_emotions(table.get("emotions", {}), source)
+    return FileTask(spec, emotions)
 
 
-def recorded(spec: TaskSpec) -> dict[str, Any]:
-    """What a run stores of a task read from a file, so a later process can use the run alone."""
-    return {"spec": spec.model_dump(mode="json"), "emotions": _EMOTIONS.get(spec.name, {})}
-
-
-def restore(data: dict[str, Any]) -> TaskSpec:
-    """The task of ``recorded``'s output, its emotions registered in the lexicon."""
-    for label, valence in data.get("emotions", {}).items():
-        register_emotion(label, float(valence))
-    spec = TaskSpec.model_validate(data["spec"], strict=False)
-    _EMOTIONS[spec.name] = dict(data.get("emotions", {}))
-    return spec
-
-
-def _register_emotions(emotions: Any, source: str) -> dict[str, float]:
+def _checked_emotions(emotions: Any, source: str) -> dict[str, float]:
     if not isinstance(emotions, dict):
         raise ConfigError(f"{source}: task.emotions: expected a table of label = valence")
     for label, valence in emotions.items():
@@ -125,7 +143,8 @@ def _register_emotions(emotions: Any, source: str) -> dict[str, float]:
         if not -3.0 <= float(valence) <= 3.0:
             raise ConfigError(f"{where}: the valence must lie in [-3, 3]")
         try:
-            register_emotion(str(label), float(valence))
+            # Against the default labels here; against other extensions where they meet.
+            DEFAULT_LEXICON.extended({str(label): float(valence)})
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     return {str(label).strip().lower(): float(v) for label, v in emotions.items()}

@@ -1,4 +1,4 @@
-"""The built-in task specs (DESIGN.md §2 and §5). Adding a task means adding a spec here."""
+"""The built-in task specs (docs/architecture.md, "Tasks"); adding a task means adding a spec."""
 
 from __future__ import annotations
 

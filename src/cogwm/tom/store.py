@@ -29,9 +29,16 @@ from cogwm.store.connections import (
     record_version,
 )
 from cogwm.store.ownership import StoreKind, check_store, stamp
+from cogwm.store.versions import Migration, migrate, read_format, refuse_newer, write_format
 from cogwm.tom.items import Domain, ToMItem
 
+#: The format this code writes (``PRAGMA user_version``, see ``cogwm.store.versions``): bump it
+#: with a step in ``MIGRATIONS`` when the tables change.
 SCHEMA_VERSION = 1
+#: ``MIGRATIONS[v]`` takes a store of format ``v`` to ``v + 1`` (none yet).
+MIGRATIONS: dict[int, Migration] = {}
+#: Where stores made before ``user_version`` was used keep their format.
+_LEGACY_FORMAT = ("tom_meta", "schema_version")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tom_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -246,24 +253,33 @@ class ToMStore:
         self._check_version()
 
     def _check_version(self) -> None:
-        row = self.conn.execute("SELECT value FROM tom_meta WHERE key='schema_version'").fetchone()
-        if row is None:
+        found = read_format(self.conn, legacy=_LEGACY_FORMAT)
+        if found == 0:
             if self.read_only:
                 raise InputError(f"database {self.path} is not an initialised DialToM store")
             with self.conn:
+                # The marker of the stores made before user_version, for the cogwm that made them.
                 self.conn.execute(
                     "INSERT INTO tom_meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
+                write_format(self.conn, SCHEMA_VERSION)
                 record_version(self.conn, "tom_meta", created=True)
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise InputError(
-                f"database {self.path} has DialToM schema version {row[0]}, "
-                f"this version of cogwm reads {SCHEMA_VERSION}"
-            )
-        elif not self.read_only:
-            with self.conn:
-                record_version(self.conn, "tom_meta", created=False)
+            return
+        message = (
+            f"database {self.path} has DialToM schema version {found}, "
+            f"this version of cogwm reads {SCHEMA_VERSION}"
+        )
+        refuse_newer(found, SCHEMA_VERSION, message)
+        if self.read_only:
+            if found != SCHEMA_VERSION:  # a reader never writes: migrate with a writer first
+                raise InputError(message)
+            return
+        with self.conn:
+            what = "DialToM schema version"
+            migrate(self.conn, found, SCHEMA_VERSION, MIGRATIONS, path=self.path, what=what)
+            write_format(self.conn, SCHEMA_VERSION)  # a store made before user_version
+            record_version(self.conn, "tom_meta", created=False)
 
     def __enter__(self) -> ToMStore:
         return self

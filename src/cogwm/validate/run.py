@@ -5,27 +5,19 @@ from __future__ import annotations
 import asyncio
 import platform
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from cogwm import corpora
 from cogwm.annotate.human import extensions
 from cogwm.arena.provenance import git_revision, package_versions
 from cogwm.errors import InputError
 from cogwm.models.model import Model
+from cogwm.progress import ProgressBar
 from cogwm.schema.lexicon import valence_table
 from cogwm.simulator.format import Mode, format_version
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS
@@ -145,42 +137,22 @@ def versions() -> dict[str, str]:
     return found
 
 
-class _Bar:
-    """A rich progress bar over all calls of a card (or nothing when disabled)."""
+class _CallTally:
+    """Counts a card's failed calls on the shared progress bar (see ``cogwm.progress``)."""
 
     def __init__(self, total: int, enabled: bool, console: Console | None):
-        self.progress = (
-            Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[failed]} failed"),
-                console=console or Console(stderr=True),
-            )
-            if enabled
-            else None
-        )
-        self.task = (
-            self.progress.add_task("validate", total=total, failed=0) if self.progress else None
-        )
+        self.bar = ProgressBar("validate", total, enabled=enabled, console=console)
         self.failed = 0
 
     def part(self, name: str) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, description=f"validate {name}")
+        self.bar.update(description=f"validate {name}")
 
     def judged(self, failed: bool) -> None:
         self.failed += failed
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, advance=1, failed=self.failed)
+        self.bar.update(advance=1, info=f"{self.failed} failed")
 
     def done(self, reading: Reading) -> None:
-        self.failed += reading.state is None
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, advance=1, failed=self.failed)
+        self.judged(reading.state is None)
 
 
 def build_card(
@@ -266,10 +238,10 @@ def build_card(
     settings = Settings(resamples=resamples, seed=seed)
     calls = sum(len(union(run.sets)) for run in runs) + sum(len(d) for _, d in judged.values())
     calls += sum(len(p.calls) for p in plans)
-    bar = _Bar(calls, progress, console)
+    bar = _CallTally(calls, progress, console)
     infos: list[PartInfo] = []
     figures: list[Figure] = []
-    with bar.progress if bar.progress is not None else nullcontext():
+    with bar.bar:
         all_readings = asyncio.run(
             _read_all(model, runs, bar, seed=seed, ablation=ablation, pipeline=pipeline)
         )
@@ -343,7 +315,7 @@ class _CheckPlan(Protocol):
 async def _read_checks(
     model: Simulator,
     plans: Sequence[_CheckPlan],
-    bar: _Bar,
+    bar: _CallTally,
     *,
     seed: int,
     ablation: str,
@@ -486,7 +458,11 @@ def _judged_sets(
 
 
 async def _judge_sets(
-    model: Model, judged: Mapping[str, tuple[str, list[JudgedDialogue]]], bar: _Bar, *, seed: int
+    model: Model,
+    judged: Mapping[str, tuple[str, list[JudgedDialogue]]],
+    bar: _CallTally,
+    *,
+    seed: int,
 ) -> dict[str, list[bool | None]]:
     out = {}
     for name, (_, dialogues) in judged.items():
@@ -514,7 +490,13 @@ def _judge_info(
 
 
 async def _read_all(
-    model: Simulator, runs: Sequence[_Run], bar: _Bar, *, seed: int, ablation: str, pipeline: str
+    model: Simulator,
+    runs: Sequence[_Run],
+    bar: _CallTally,
+    *,
+    seed: int,
+    ablation: str,
+    pipeline: str,
 ) -> list[dict[str, Reading]]:
     """Every run's readings by item id; runs go concurrently, so a local model that answers one
     call at a time takes them in turn and an interrupted card has calls of every part."""

@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cogwm import tasks
 from cogwm.arena.config import ArenaConfig, parse_config
 from cogwm.arena.preflight import preflight
 from cogwm.arena.scenarios import ScenarioSource, builtin_scenarios
@@ -225,7 +224,8 @@ def read_conversations(db: Path) -> tuple[list[Conversation], int]:
     found = []
     for c in data.conversations:
         copied = [c.states[0]] * len(c.states) if c.states else []
-        copy_cts = conversation_metrics(copied, tasks.get(c.task))["cts"] if copied else None
+        spec = data.catalog.get(c.task)
+        copy_cts = conversation_metrics(copied, spec)["cts"] if copied else None
         found.append(Conversation(c.agent, c.scenario_key, c.metrics.get("cts"), copy_cts))
     lost = sum(data.errors.values()) + sum(data.unfinished.values())
     return found, lost

@@ -3,13 +3,12 @@ as a Markdown or LaTeX table (``cogwm arena export``), for papers and issue thre
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from typing import Any
 
 from cogwm.errors import InputError
 from cogwm.metrics.trajectory import EmptyPolicy
-from cogwm.store.db import RunStore
+from cogwm.store.db import ConversationRow, RunStore
 from cogwm.web.payload import conversation_record
 
 
@@ -138,15 +137,23 @@ def export_conversation(
     row = next((r for r in store.conversations() if r.id == conversation_id), None)
     if row is None:
         raise InputError(f"{store.path} has no conversation {conversation_id}")
-    from cogwm.arena.run_data import states_of
-    from cogwm.arena.scoring import conversation_metrics
-    from cogwm.tasks import get, register_recorded
+    from cogwm.arena.run_data import run_catalog
+    from cogwm.tasks import BUILTIN_CATALOG
 
     run = store.run()
-    if run is not None:
-        # A run on a task read from a file carries the task (and the emotions it adds to the
-        # lexicon), as the report reads it: the export needs no file.
-        register_recorded(json.loads(run.config_json).get("task_files", {}))
+    # A run on a task read from a file carries the task (and the emotions it adds to the
+    # lexicon), as the report reads it: the export needs no file.
+    catalog = BUILTIN_CATALOG if run is None else run_catalog(run)
+    with catalog.active():
+        return _export(store, row, conversation_id, fmt, empty)
+
+
+def _export(
+    store: RunStore, row: ConversationRow, conversation_id: int, fmt: ExportFormat | str, empty: str
+) -> str:
+    from cogwm.arena.run_data import states_of
+    from cogwm.arena.scoring import conversation_metrics
+    from cogwm.tasks import get
 
     turns = store.turns(conversation_id)
     policy = EmptyPolicy(empty)

@@ -20,6 +20,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from cogwm.arena.run_data import RunData
 from cogwm.report import build_report, load_run, status_line, warnings
 from cogwm.report.render import cell, difference_verdict, separation_caption
 from cogwm.report.tables import TABLE6_COLUMNS, TASK_COLUMNS, ArenaReport, ArmRow, ranked_arms
@@ -125,9 +126,14 @@ def report_html(
     seed: int = 0,
 ) -> str:
     """The whole report of the run in ``store`` as one HTML document."""
+    data = load_run(store, empty=empty)
+    with data.catalog.active():  # the run's own tasks, by name, for every figure
+        return _report_html(store, data, n_resamples=n_resamples, seed=seed)
+
+
+def _report_html(store: RunStore, data: RunData, *, n_resamples: int, seed: int) -> str:
     from cogwm import __version__
 
-    data = load_run(store, empty=empty)
     report: ArenaReport = build_report(data, n_resamples=n_resamples, seed=seed)
     meta = payload.run_meta(data)
     played = payload.is_play_config(meta["config"])

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cogwm.errors import ConfigError, InputError
+from cogwm.progress import ProgressBar
 from cogwm.simulator.train.base import resolve_base
 from cogwm.simulator.train.card import plot_loss, read_card, versions, write_card
 from cogwm.simulator.train.checkpoint import (
@@ -293,7 +294,8 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
             }
             save_checkpoint(config.out, step, tensors, meta)
 
-    with _progress(show_progress and accelerator.is_main_process, plan.total, start) as bar:
+    shown = show_progress and accelerator.is_main_process
+    with ProgressBar("train", plan.total, enabled=shown, completed=start) as bar:
         for step in range(start, plan.total):
             batches = plan.micro_batches(step, accelerator.process_index)
             t0 = time.monotonic()
@@ -305,7 +307,8 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
             epoch = batches[-1].epoch
             record = {"step": step + 1, "epoch": epoch, "loss": loss, "tokens": tokens}
             history.append({**record, "s": elapsed})
-            bar(step + 1, loss, tokens / max(elapsed, 1e-9))
+            info = f"loss {loss:.3f} · {tokens / max(elapsed, 1e-9):.0f} tok/s"
+            bar.update(completed=step + 1, info=info)
             now = time.monotonic()
             by_steps = config.checkpoint_steps and (step + 1) % config.checkpoint_steps == 0
             if (by_steps or now - last_checkpoint >= config.checkpoint_minutes * 60) and (
@@ -468,67 +471,3 @@ def _save_adapter(out: Path, peft_model: Any, card: dict[str, Any], history: lis
     shutil.rmtree(checkpoints_dir(out), ignore_errors=True)
     for cache in out.glob(f"{ENCODED_PREFIX}*.npz"):
         cache.unlink()
-
-
-class _Bar:
-    """A rich progress bar with loss, tokens/s and ETA (a no-op when disabled)."""
-
-    def __init__(self, enabled: bool, total: int, start: int) -> None:
-        from rich.console import Console
-
-        self.progress: Any = None
-        self.task: Any = None
-        self.total = total
-        self.started = time.monotonic()
-        self.start_step = start
-        self.last_line = 0.0
-        # Without a terminal (a log file) a line every minute replaces the live bar.
-        self.console = Console(stderr=True) if enabled else None
-        if self.console is not None and self.console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.progress = Progress(
-                TextColumn("train"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[info]}"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                console=self.console,
-            )
-            self.task = self.progress.add_task("train", total=total, completed=start, info="")
-
-    def __enter__(self) -> Callable[[int, float, float], None]:
-        if self.progress is not None:
-            self.progress.start()
-        return self.update
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    def update(self, step: int, loss: float, tokens_per_s: float) -> None:
-        info = f"loss {loss:.3f} · {tokens_per_s:.0f} tok/s"
-        if self.progress is not None:
-            self.progress.update(self.task, completed=step, info=info)
-        elif self.console is not None:
-            now = time.monotonic()
-            if now - self.last_line >= 60 or step == self.total:
-                self.last_line = now
-                done = step - self.start_step
-                eta = (now - self.started) / done * (self.total - step) if done else 0.0
-                self.console.print(
-                    f"train {step}/{self.total} {info} · ETA {eta / 60:.1f} min", soft_wrap=True
-                )
-
-
-def _progress(enabled: bool, total: int, start: int) -> _Bar:
-    return _Bar(enabled, total, start)
