@@ -3,11 +3,11 @@
 Each finished conversation's metrics and GoodOutcome (an LLM verdict) are read from the metrics
 table, where they were stored when the conversation finished; its states are read from its
 stored turns for the trajectories. Under a non-default empty-state policy, or for a finished
-conversation without stored metrics, the metrics are computed from those states by the function
-that stored them (``arena.scoring.stored_metrics``), so the report reproduces every column from
-the store alone. Conversations that ended in an infrastructure error, and unfinished ones, are
-left out and counted; conversations that ended in an agent failure are kept (scored) and counted
-per arm.
+conversation without stored metrics (or with metrics over another number of states than its
+turns hold), the metrics are computed from those states by the function that stored them
+(``arena.scoring.stored_metrics``), so the report reproduces every column from the store alone.
+Conversations that ended in an infrastructure error, and unfinished ones, are left out and
+counted; conversations that ended in an agent failure are kept (scored) and counted per arm.
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ def stored_metrics(
 
     Args:
         stored: What the store holds for the conversation (GoodOutcome among it is ignored).
-        states: Its user states in order (read only when the metrics are computed).
+        states: Its user states in order (counted against the stored N; scored only when the
+            metrics are computed).
         task: Its task.
         empty: The empty-state policy asked for; the stored metrics are under
             :data:`STORED_POLICY`, so another policy computes them.
