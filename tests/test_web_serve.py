@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from cogwm import tasks
+from cogwm.arena.run_data import states_of
+from cogwm.arena.scoring import conversation_metrics
 from cogwm.report import load_run
 from cogwm.store import RunStore
 from cogwm.web.server import ServerConfig, create_app
@@ -120,6 +123,20 @@ def test_play_three_turns_saved_as_a_human_agent(
         data = load_run(store)
     assert [c.arm for c in data.conversations] == ["human:tester/no_cot"]
     assert data.conversations[0].metrics["n"] == 4
+
+
+def test_a_played_dialogue_is_scored_when_it_ends(
+    client: TestClient, app_config: ServerConfig
+) -> None:
+    body = {"task": "ESC", "scenario": "builtin:esc-01", "model": 0, "name": "tester"}
+    sid = post(client, "/api/play", body)["id"]
+    for n in range(2):
+        post(client, f"/api/play/{sid}/turn", {"text": f"What would help? {n}"})
+    post(client, f"/api/play/{sid}/end", {})
+    with RunStore(app_config.play_store, create=False) as store:
+        (row,) = store.conversations()
+        expected = conversation_metrics(states_of(store.turns(row.id)), tasks.get("ESC"))
+        assert store.metrics()[row.id] == expected and expected["n"] == 3
 
 
 def test_live_progress(client: TestClient, app_config: ServerConfig) -> None:

@@ -1,7 +1,11 @@
 """Reading an arena run back from the store, ready for tables and plots.
 
-Everything is recomputed from stored turns (the user's states), so the report reproduces every
-column from the store alone; only GoodOutcome (an LLM verdict) is read from the metrics table.
+Each finished conversation's metrics and GoodOutcome (an LLM verdict) are read from the metrics
+table, where they were stored when the conversation finished; its states are read from its
+stored turns for the trajectories. Under a non-default empty-state policy, or for a finished
+conversation without stored metrics (or with metrics over another number of states than its
+turns hold), the metrics are computed from those states by the function that stored them
+(``arena.scoring.stored_metrics``), so the report reproduces every column from the store alone.
 Conversations that ended in an infrastructure error, and unfinished ones, are left out and
 counted; conversations that ended in an agent failure are kept (scored) and counted per arm.
 """
@@ -13,7 +17,7 @@ from collections import Counter
 from typing import NamedTuple
 
 from cogwm import tasks
-from cogwm.arena.scoring import conversation_metrics
+from cogwm.arena.scoring import stored_metrics
 from cogwm.arena.termination import ConversationStatus, FailureOrigin, Phase
 from cogwm.errors import InputError
 from cogwm.metrics.text import malformed_utterance
@@ -149,7 +153,7 @@ def _conversation(
         termination=row.termination or "",
         rounds=row.rounds or 0,
         states=states,
-        metrics=conversation_metrics(states, tasks.get(row.task), policy),
+        metrics=stored_metrics(stored, states, tasks.get(row.task), policy),
         go=None if go is None else bool(go),
         failure_kind=row.failure_kind,
         trial=row.trial,

@@ -31,7 +31,7 @@ from cogwm.arena.opening import Opening
 from cogwm.arena.progress import RunProgress
 from cogwm.arena.provenance import git_revision, package_versions, simulator_identity
 from cogwm.arena.scenarios import Scenario, ScenarioSource, ScenarioSplit
-from cogwm.arena.scoring import conversation_metrics, user_states
+from cogwm.arena.scoring import finished_metrics
 from cogwm.arena.termination import Condition, ConversationStatus, FailureOrigin, Termination
 from cogwm.arena.transcript import ArenaTurn, UserSetup, derive_seed
 from cogwm.arena.units import Shard, Unit, planned_units, shard_units
@@ -222,7 +222,7 @@ class ArenaRunner:
             return await self._fail(conversation_id, outcome.rounds, outcome.error)
         # GoodOutcome from the judge; undefined (not asked) when the config switches it off.
         verdict = await conversation.judge()
-        metrics = conversation_metrics(user_states(outcome.turns), task)
+        metrics = finished_metrics(outcome.turns, task)
         metrics["go"] = None if verdict.good is None else float(verdict.good)
         # An agent failure is scored like any ending (the trajectory up to it, the judge's
         # verdict on it), so it counts against the agent instead of dropping out of the ranking.

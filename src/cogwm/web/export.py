@@ -152,16 +152,17 @@ def _export(
     store: RunStore, row: ConversationRow, conversation_id: int, fmt: ExportFormat | str, empty: str
 ) -> str:
     from cogwm.arena.run_data import states_of
-    from cogwm.arena.scoring import conversation_metrics
+    from cogwm.arena.scoring import stored_metrics
     from cogwm.tasks import get
 
     turns = store.turns(conversation_id)
     policy = EmptyPolicy(empty)
+    stored = store.metrics().get(conversation_id, {})
     metrics = (
-        conversation_metrics(states_of(turns), get(row.task), policy)
+        stored_metrics(stored, states_of(turns), get(row.task), policy)
         if row.status == "finished"
         else {}
     )
-    go = store.metrics().get(conversation_id, {}).get("go")
+    go = stored.get("go")
     record = conversation_record(row, turns, metrics, go, policy)
     return to_markdown(record) if ExportFormat(fmt) is ExportFormat.MD else to_tex(record)

@@ -21,6 +21,7 @@ from cogwm.arena.config import ModelConfig
 from cogwm.arena.conversation import Conversation, Limits
 from cogwm.arena.participants import SimulatorParticipant
 from cogwm.arena.scenarios import COLD_START_ROUNDS, Scenario, builtin_scenarios
+from cogwm.arena.scoring import finished_metrics
 from cogwm.arena.termination import Termination
 from cogwm.arena.transcript import ArenaTurn
 from cogwm.errors import InputError
@@ -182,6 +183,8 @@ class PlaySession:
         """Close the conversation in the store (a person ending it counts as a natural end)."""
         if self.finished is not None:
             return
+        # Scored once, here, like an arena conversation: reports read the stored metrics.
+        metrics = finished_metrics(self.turns, tasks.get(self.task))
         self.finished = termination.value
         with RunStore(self.store_path) as store:
             store.finish_conversation(
@@ -189,6 +192,7 @@ class PlaySession:
                 status="finished",
                 termination=termination.value,
                 rounds=self.round,
+                metrics=metrics,
             )
 
 
