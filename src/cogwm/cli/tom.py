@@ -27,8 +27,15 @@ from cogwm.cli.common import (
     require_resumable,
     resolve_data_dir,
 )
+from cogwm.cli.options import (
+    BaseUrlOption,
+    ConcurrencyOption,
+    JsonOption,
+    LimitOption,
+    ResumeOption,
+    SeedOption,
+)
 from cogwm.errors import InputError
-from cogwm.limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from cogwm.models import Model
@@ -60,13 +67,6 @@ ModelOption = Annotated[
         show_default=False,
     ),
 ]
-BaseUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--base-url", help="OpenAI-compatible endpoint(s) for openai: models.", show_default=False
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 MaxWordsOption = Annotated[
     int,
     typer.Option(
@@ -76,12 +76,6 @@ MaxWordsOption = Annotated[
         "boundary at or under it (counted exceptions: a longer utterance alone, a window closed "
         "short). 0 selects the earlier greedy rule (close at the first boundary at or past 150 "
         "words, merge the tail), whose windows may pass 200 words.",
-    ),
-]
-ConcurrencyOption = Annotated[
-    int,
-    typer.Option(
-        "--concurrency", min=1, max=MAX_CONCURRENCY, help="Model calls in flight at once."
     ),
 ]
 
@@ -663,74 +657,80 @@ def answers_import_command(
 # -- evaluation ------------------------------------------------------------------
 
 
+SampleOption = Annotated[
+    int | None, typer.Option("--sample", min=1, help="A seeded random sample of N items.")
+]
+InjectFromOption = Annotated[
+    str | None,
+    typer.Option("--inject-from", help="Teacher model: show its masked reasoning to --model."),
+]
+MaskWithOption = Annotated[
+    str | None,
+    typer.Option(
+        "--mask-with",
+        help="With --inject-from: a model masks the option references in the teacher's "
+        "reasoning (as the paper does); default: regular expressions. The masking path is "
+        "recorded per item.",
+    ),
+]
+CircularOption = Annotated[
+    bool,
+    typer.Option(
+        "--circular",
+        help="Also ask every rotation of the options; an item is circularly correct only "
+        "when all are right (reports plain and circular rates).",
+    ),
+]
+HistoryOption = Annotated[
+    str,
+    typer.Option(
+        "--history",
+        help="What retrospective items show: window (the item's window) or full (the whole "
+        "session up to the window's end). Recorded with the run.",
+    ),
+]
+ReasoningOption = Annotated[
+    bool,
+    typer.Option(
+        "--reasoning",
+        help="Let the model think before it answers (a reasoning model): the final letter "
+        "is the last 'Answer: X' of the reply after its thinking, else a bare letter on its "
+        "last line; the whole reply, thinking included, is stored.",
+    ),
+]
+ReasoningTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--reasoning-tokens",
+        min=1,
+        help="With --reasoning: the token budget per item (thinking and answer).",
+        show_default="4096",
+    ),
+]
+TeacherTokensOption = Annotated[
+    int,
+    typer.Option(
+        "--teacher-tokens", min=1, help="With --inject-from: the teacher's reasoning budget."
+    ),
+]
+
+
 @app.command("eval")
 def eval_command(
     items_path: ItemsArgument,
     model: ModelOption,
     db: DbOption = DEFAULT_DB,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue a run; skip answered items.")
-    ] = False,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Only the first N items.")
-    ] = None,
-    sample: Annotated[
-        int | None, typer.Option("--sample", min=1, help="A seeded random sample of N items.")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of option order (and --sample).")] = 0,
-    inject_from: Annotated[
-        str | None,
-        typer.Option("--inject-from", help="Teacher model: show its masked reasoning to --model."),
-    ] = None,
-    mask_with: Annotated[
-        str | None,
-        typer.Option(
-            "--mask-with",
-            help="With --inject-from: a model masks the option references in the teacher's "
-            "reasoning (as the paper does); default: regular expressions. The masking path is "
-            "recorded per item.",
-        ),
-    ] = None,
-    circular: Annotated[
-        bool,
-        typer.Option(
-            "--circular",
-            help="Also ask every rotation of the options; an item is circularly correct only "
-            "when all are right (reports plain and circular rates).",
-        ),
-    ] = False,
-    history: Annotated[
-        str,
-        typer.Option(
-            "--history",
-            help="What retrospective items show: window (the item's window) or full (the whole "
-            "session up to the window's end). Recorded with the run.",
-        ),
-    ] = "window",
-    reasoning: Annotated[
-        bool,
-        typer.Option(
-            "--reasoning",
-            help="Let the model think before it answers (a reasoning model): the final letter "
-            "is the last 'Answer: X' of the reply after its thinking, else a bare letter on its "
-            "last line; the whole reply, thinking included, is stored.",
-        ),
-    ] = False,
-    reasoning_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--reasoning-tokens",
-            min=1,
-            help="With --reasoning: the token budget per item (thinking and answer).",
-            show_default="4096",
-        ),
-    ] = None,
-    teacher_tokens: Annotated[
-        int,
-        typer.Option(
-            "--teacher-tokens", min=1, help="With --inject-from: the teacher's reasoning budget."
-        ),
-    ] = 4096,
+    resume: ResumeOption = False,
+    limit: LimitOption = None,
+    sample: SampleOption = None,
+    seed: SeedOption = 0,
+    inject_from: InjectFromOption = None,
+    mask_with: MaskWithOption = None,
+    circular: CircularOption = False,
+    history: HistoryOption = "window",
+    reasoning: ReasoningOption = False,
+    reasoning_tokens: ReasoningTokensOption = None,
+    teacher_tokens: TeacherTokensOption = 4096,
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
@@ -738,17 +738,10 @@ def eval_command(
 ) -> None:
     """Score a model on DialToM items; every answer is stored in --db with its raw output."""
     from cogwm.tom.evaluate import PLAIN, injected_condition
-    from cogwm.tom.items import read_items
     from cogwm.tom.store import open_store
 
     require_resumable(db, resume=resume)
-    items = read_items(items_path)
-    if sample is not None and sample < len(items):
-        items = random.Random(seed).sample(items, sample)
-    if limit is not None:
-        items = items[:limit]
-    if not items:
-        raise InputError(f"{items_path}: no items")
+    items = _chosen_items(items_path, sample=sample, limit=limit, seed=seed)
     if mask_with is not None and inject_from is None:
         raise InputError("--mask-with needs --inject-from (it masks the teacher's reasoning)")
     budget = _reasoning_budget(reasoning, reasoning_tokens)
@@ -791,6 +784,20 @@ def eval_command(
             markup=False,
         )
         raise typer.Exit(EXIT_UNITS_FAILED)
+
+
+def _chosen_items(path: Path, *, sample: int | None, limit: int | None, seed: int) -> list[ToMItem]:
+    """The items of ``path`` that ``--sample`` (seeded) and then ``--limit`` keep; never none."""
+    from cogwm.tom.items import read_items
+
+    items = read_items(path)
+    if sample is not None and sample < len(items):
+        items = random.Random(seed).sample(items, sample)
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        raise InputError(f"{path}: no items")
+    return items
 
 
 def _reasoning_budget(reasoning: bool, tokens: int | None) -> int | None:
