@@ -72,7 +72,10 @@ SeedOption = Annotated[
 ConcurrencyOption = Annotated[
     int,
     typer.Option(
-        "--concurrency", min=1, max=MAX_CONCURRENCY, help="Model calls in flight at once."
+        "--concurrency",
+        min=1,
+        max=MAX_CONCURRENCY,
+        help="How many model calls (annotate: dialogues) run at once.",
     ),
 ]
 
