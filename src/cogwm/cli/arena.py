@@ -32,6 +32,7 @@ app = typer.Typer(
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from cogwm.arena.budget import Estimate
     from cogwm.arena.config import ArenaConfig
     from cogwm.arena.failures import FailureCause
     from cogwm.arena.runner import RunSummary
@@ -225,8 +226,8 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
     units = shard_units(everything, shard)
     windows = resolve_windows(config, everything)  # as the run: over every shard's scenarios
     arms = Counter((u.task, f"{u.agent.name}/{u.condition.value}") for u in units)
+    plan = estimate(config, units, windows)
     if as_json:
-        plan = estimate(config, units, windows)
         print_json(
             {
                 "conversations": [
@@ -250,7 +251,13 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
         planned.add_row(task, arm, str(n))
     report_console().print(planned)
     report_console().print(windows.describe(), markup=False, highlight=False)
-    plan = estimate(config, units, windows)
+    _print_plan_calls(plan)
+
+
+def _print_plan_calls(plan: Estimate) -> None:
+    """The planned model calls per role, and their total, of ``arena run --dry-run``."""
+    from rich.table import Table
+
     table = Table(title="Planned model calls (upper bound)")
     for column in ("role", "model", "calls", "prompt tokens", "completion tokens", "cost"):
         table.add_column(column, justify="left" if column in ("role", "model") else "right")
