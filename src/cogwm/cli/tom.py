@@ -480,10 +480,7 @@ def variants_command(
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Make variants of items: --easy, --counterfactual, --degrade K, --open.
-
-    --seed seeds the easy distractors.
-    """
+    """Make variants of items: --easy (seeded by --seed), --counterfactual, --degrade K, --open."""
     from cogwm.tom import variants
     from cogwm.tom.items import read_items, write_items
 
