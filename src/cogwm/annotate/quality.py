@@ -228,8 +228,16 @@ def emotion_figures(corpus: str, turns: Sequence[_Turn]) -> list[Figure]:
             },
         ),
     ]
-    # Only where the corpus grades intensity: DailyDialog gives the label alone, and its
-    # intensity is a convention that would make rho undefined or meaningless.
+    intensity = _intensity_figure(corpus, known)
+    return figures if intensity is None else [*figures, intensity]
+
+
+def _intensity_figure(corpus: str, known: list[_Turn]) -> Figure | None:
+    """Intensity rho over the turns whose human intensity is graded (None: no pair to rank).
+
+    Only where the corpus grades intensity: DailyDialog gives the label alone, and its
+    intensity is a convention that would make rho undefined or meaningless.
+    """
     graded = [
         t for t in known if t.human.emotion.value is not None and t.human.emotion.intensity_known
     ]
@@ -240,20 +248,18 @@ def emotion_figures(corpus: str, turns: Sequence[_Turn]) -> list[Figure]:
         and t.llm is not None
         and t.llm.emotion.value is not None
     )
-    if intensity:
-        n_human = len(graded)
-        figures.append(
-            _figure(
-                "intensity rho",
-                corpus,
-                intensity,
-                spearman_of,
-                valid=sum(len(g) for g in intensity.values()),
-                note=f"over valid answers only: {n_human} human intensities, "
-                f"{n_human - sum(len(g) for g in intensity.values())} without an LLM intensity",
-            )
-        )
-    return figures
+    if not intensity:
+        return None
+    n_human = len(graded)
+    return _figure(
+        "intensity rho",
+        corpus,
+        intensity,
+        spearman_of,
+        valid=sum(len(g) for g in intensity.values()),
+        note=f"over valid answers only: {n_human} human intensities, "
+        f"{n_human - sum(len(g) for g in intensity.values())} without an LLM intensity",
+    )
 
 
 def _human_label(state: PartialState) -> str:
@@ -479,67 +485,13 @@ def _number(value: str, path: str) -> float:
 
 def against_sheet(rows: Sequence[dict[str, str]], where: str = "sheet") -> list[Figure]:
     """The paper's Table 14 figures from a filled judgment sheet."""
-    figures: list[Figure] = []
     judged = [r for r in rows if r["human_ok"].strip() or r["human_label"].strip()]
     missed = [r for r in rows if r["kind"] == "missed"]
     globals_ = [r for r in judged if r["kind"] == "global"]
-    if globals_ or missed:
-        ok = [(r["dialogue_id"], r["human_ok"].strip() == "1") for r in globals_]
-        figures.append(
-            _figure("global B/D/I precision", "sheet", _grouped(ok), _share, valid=len(ok))
-        )
-        recall_items = ok + [(r["dialogue_id"], None) for r in missed]
-        figures.append(
-            _figure(
-                "global B/D/I recall",
-                "sheet",
-                _grouped(recall_items),
-                _recall,
-                valid=len(ok),
-                note=f"{len(missed)} items added by the judge",
-            )
-        )
-        scores = _grouped(
-            (
-                r["dialogue_id"],
-                (_number(r["llm_score"], where), _number(r["human_score"], where)),
-            )
-            for r in globals_
-            if r["human_ok"].strip() == "1" and r["human_score"].strip()
-        )
-        if scores:
-            figures.append(
-                _figure(
-                    "B/D/I score rho",
-                    "sheet",
-                    scores,
-                    spearman_of,
-                    valid=sum(len(g) for g in scores.values()),
-                )
-            )
+    figures = _sheet_global_figures(globals_, missed, where) if globals_ or missed else []
     emotions = [r for r in judged if r["kind"] == "emotion" and r["human_label"].strip()]
     if emotions:
-        pairs = _grouped(
-            (r["dialogue_id"], (r["human_label"].strip().lower(), r["llm_label"])) for r in emotions
-        )
-        valid = sum(1 for r in emotions if r["llm_label"] != FAILED)
-        figures.append(_figure("emotion kappa", "sheet", pairs, kappa_of, valid=valid))
-        intensity = _grouped(
-            (r["dialogue_id"], (_number(r["human_score"], where), _number(r["llm_score"], where)))
-            for r in emotions
-            if r["human_score"].strip() and r["llm_label"] != FAILED
-        )
-        if intensity:
-            figures.append(
-                _figure(
-                    "intensity rho",
-                    "sheet",
-                    intensity,
-                    spearman_of,
-                    valid=valid,
-                    note="over valid answers only",
-                )
-            )
+        figures += _sheet_emotion_figures(emotions, where)
     allocations = [r for r in judged if r["kind"] == "allocation"]
     if allocations:
         pairs_f1 = _grouped(
@@ -548,6 +500,70 @@ def against_sheet(rows: Sequence[dict[str, str]], where: str = "sheet") -> list[
         )
         valid = sum(1 for r in allocations if r["llm_label"] != FAILED)
         figures.append(_figure("allocation F1", "sheet", pairs_f1, f1_of, valid=valid))
+    return figures
+
+
+def _sheet_global_figures(
+    globals_: list[dict[str, str]], missed: list[dict[str, str]], where: str
+) -> list[Figure]:
+    """Global B/D/I precision and recall (items the judge added count as missed), score rho."""
+    ok = [(r["dialogue_id"], r["human_ok"].strip() == "1") for r in globals_]
+    figures = [_figure("global B/D/I precision", "sheet", _grouped(ok), _share, valid=len(ok))]
+    recall_items = ok + [(r["dialogue_id"], None) for r in missed]
+    figures.append(
+        _figure(
+            "global B/D/I recall",
+            "sheet",
+            _grouped(recall_items),
+            _recall,
+            valid=len(ok),
+            note=f"{len(missed)} items added by the judge",
+        )
+    )
+    scores = _grouped(
+        (
+            r["dialogue_id"],
+            (_number(r["llm_score"], where), _number(r["human_score"], where)),
+        )
+        for r in globals_
+        if r["human_ok"].strip() == "1" and r["human_score"].strip()
+    )
+    if scores:
+        figures.append(
+            _figure(
+                "B/D/I score rho",
+                "sheet",
+                scores,
+                spearman_of,
+                valid=sum(len(g) for g in scores.values()),
+            )
+        )
+    return figures
+
+
+def _sheet_emotion_figures(emotions: list[dict[str, str]], where: str) -> list[Figure]:
+    """Emotion kappa and intensity rho of the judged emotion rows (valid answers only)."""
+    pairs = _grouped(
+        (r["dialogue_id"], (r["human_label"].strip().lower(), r["llm_label"])) for r in emotions
+    )
+    valid = sum(1 for r in emotions if r["llm_label"] != FAILED)
+    figures = [_figure("emotion kappa", "sheet", pairs, kappa_of, valid=valid)]
+    intensity = _grouped(
+        (r["dialogue_id"], (_number(r["human_score"], where), _number(r["llm_score"], where)))
+        for r in emotions
+        if r["human_score"].strip() and r["llm_label"] != FAILED
+    )
+    if intensity:
+        figures.append(
+            _figure(
+                "intensity rho",
+                "sheet",
+                intensity,
+                spearman_of,
+                valid=valid,
+                note="over valid answers only",
+            )
+        )
     return figures
 
 

@@ -152,18 +152,7 @@ async def annotate_all(
 
     async def one(dialogue: Dialogue) -> None:
         async with gate:
-            meter = _Meter()
-            clock = time.perf_counter()
-            charge = budget.charge if budget is not None else (lambda _: None)
-            with recording(meter), recording(on_call or (lambda _: None)), recording(charge):
-                annotation = await annotator.annotate(dialogue)
-            usage = Usage(
-                time.perf_counter() - clock,
-                meter.calls,
-                meter.prompt_tokens,
-                meter.completion_tokens,
-                meter.cost_usd,
-            )
+            annotation, usage = await _annotate_metered(annotator, dialogue, budget, on_call)
             # Written from the event loop's thread, whole or not at all.
             store.add(
                 dialogue,
@@ -177,7 +166,18 @@ async def annotate_all(
             if on_done is not None:
                 on_done(dialogue, annotation, usage)
 
-    tasks = [asyncio.create_task(one(d)) for d in todo]
+    await _gather_until_budget([asyncio.create_task(one(d)) for d in todo], budget)
+    totals.elapsed_s = time.perf_counter() - started
+    totals.budget_reached = None if budget is None else budget.reached
+    return totals
+
+
+async def _gather_until_budget(tasks: list[asyncio.Task[None]], budget: Budget | None) -> None:
+    """Wait for ``tasks``; when a cap of ``budget`` is reached, cancel those still running.
+
+    Raises:
+        asyncio.CancelledError: Cancelled from outside (an interrupt), not by the budget.
+    """
 
     def stop() -> None:
         for task_ in tasks:
@@ -192,9 +192,28 @@ async def annotate_all(
             raise  # an interrupt, not the budget
     finally:
         stop()
-    totals.elapsed_s = time.perf_counter() - started
-    totals.budget_reached = None if budget is None else budget.reached
-    return totals
+
+
+async def _annotate_metered(
+    annotator: Annotator,
+    dialogue: Dialogue,
+    budget: Budget | None,
+    on_call: Callable[[CallRecord], None] | None,
+) -> tuple[DialogueAnnotation, Usage]:
+    """Annotate one dialogue, with its time, calls, tokens and cost; its calls charge ``budget``."""
+    meter = _Meter()
+    clock = time.perf_counter()
+    charge = budget.charge if budget is not None else (lambda _: None)
+    with recording(meter), recording(on_call or (lambda _: None)), recording(charge):
+        annotation = await annotator.annotate(dialogue)
+    usage = Usage(
+        time.perf_counter() - clock,
+        meter.calls,
+        meter.prompt_tokens,
+        meter.completion_tokens,
+        meter.cost_usd,
+    )
+    return annotation, usage
 
 
 def _count(totals: RunTotals, annotation: DialogueAnnotation, usage: Usage) -> None:

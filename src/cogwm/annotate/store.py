@@ -250,34 +250,11 @@ class AnnotationStore:
         Raises:
             InputError: The dialogue is already stored.
         """
-        failed_turns = sum(1 for t in annotation.turns if t.allocation is None)
+        row = _dialogue_row(dialogue, annotation, model, prompt_version, seed, usage)
         try:
             with self._transaction():
                 self._conn.execute(
-                    "INSERT INTO dialogues VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        dialogue.id,
-                        dialogue.corpus,
-                        dialogue.split,
-                        annotation.task,
-                        model,
-                        prompt_version,
-                        seed,
-                        dialogue.model_dump_json(),
-                        _json(annotation.summary),
-                        int(annotation.summary_repaired),
-                        _json(annotation.profile),
-                        json.dumps(annotation.profile_fields, sort_keys=True),
-                        int(annotation.truncated),
-                        len(annotation.turns),
-                        failed_turns,
-                        usage.elapsed_s,
-                        usage.calls,
-                        usage.prompt_tokens,
-                        usage.completion_tokens,
-                        usage.cost_usd,
-                        time.time(),
-                    ),
+                    "INSERT INTO dialogues VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row
                 )
                 self._conn.executemany(
                     "INSERT INTO turns VALUES (?,?,?,?)",
@@ -394,3 +371,37 @@ class AnnotationStore:
 
 def _json(value: BaseModel | None) -> str | None:
     return None if value is None else value.model_dump_json()
+
+
+def _dialogue_row(
+    dialogue: Dialogue,
+    annotation: DialogueAnnotation,
+    model: str,
+    prompt_version: str,
+    seed: int,
+    usage: Usage,
+) -> tuple[Any, ...]:
+    """The ``dialogues`` table's row of one annotated dialogue, stamped with the time now."""
+    return (
+        dialogue.id,
+        dialogue.corpus,
+        dialogue.split,
+        annotation.task,
+        model,
+        prompt_version,
+        seed,
+        dialogue.model_dump_json(),
+        _json(annotation.summary),
+        int(annotation.summary_repaired),
+        _json(annotation.profile),
+        json.dumps(annotation.profile_fields, sort_keys=True),
+        int(annotation.truncated),
+        len(annotation.turns),
+        sum(1 for t in annotation.turns if t.allocation is None),
+        usage.elapsed_s,
+        usage.calls,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.cost_usd,
+        time.time(),
+    )

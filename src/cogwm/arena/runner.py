@@ -645,19 +645,7 @@ async def _run_leased(
     )
     run_id = opened.id
     digests = Digests(config, windows, served)
-    current = {u.key: digests.unit(u) for u in units}
-    if not opened.config_changed:
-        # Rows of a format-1 store have no digest; under the config they ran with, they are
-        # current. After a config change they stay without one, hence stale.
-        preps = {(u.task, u.scenario.id): digests.prep(u.task, u.scenario) for u in units}
-        store.fill_digests(run_id, current, preps)
-    finished = {
-        c.unit_key: c.digest
-        for c in store.conversations(run_id)
-        if c.status == ConversationStatus.FINISHED
-    }
-    todo = [u for u in units if finished.get(u.key, "") != current[u.key]]
-    stale = sum(1 for u in todo if u.key in finished)
+    todo, stale = _units_to_run(store, run_id, units, digests, fill=not opened.config_changed)
     started = time.monotonic()
     progress = RunProgress(len(todo), enabled=show_progress)
     runner = ArenaRunner(
@@ -684,6 +672,29 @@ async def _run_leased(
         tokens=progress.tokens,
         cost_usd=progress.cost_usd,
     )
+
+
+def _units_to_run(
+    store: RunStore, run_id: int, units: list[Unit], digests: Digests, *, fill: bool
+) -> tuple[list[Unit], int]:
+    """The units not finished under their current digest, and how many of them are stale
+    (finished under another config).
+
+    With ``fill``, rows of a format-1 store (no digest) get the current digests first: under
+    the config they ran with, they are current. After a config change they stay without one,
+    hence stale.
+    """
+    current = {u.key: digests.unit(u) for u in units}
+    if fill:
+        preps = {(u.task, u.scenario.id): digests.prep(u.task, u.scenario) for u in units}
+        store.fill_digests(run_id, current, preps)
+    finished = {
+        c.unit_key: c.digest
+        for c in store.conversations(run_id)
+        if c.status == ConversationStatus.FINISHED
+    }
+    todo = [u for u in units if finished.get(u.key, "") != current[u.key]]
+    return todo, sum(1 for u in todo if u.key in finished)
 
 
 async def _run_all(

@@ -20,7 +20,14 @@ from cogwm.cli.common import (
     require_resumable,
     resolve_data_dir,
 )
-from cogwm.limits import MAX_CONCURRENCY
+from cogwm.cli.options import (
+    ConcurrencyOption,
+    JsonOption,
+    LimitOption,
+    ProgressOption,
+    ResumeOption,
+    SeedOption,
+)
 
 if TYPE_CHECKING:
     from cogwm.annotate.quality import Figure
@@ -40,64 +47,65 @@ DbOption = Annotated[Path, typer.Option("--db", help="SQLite annotation store.")
 DEFAULT_MODEL = "llamacpp:smollm2"
 
 
+CorpusArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Corpus name (see `cogwm data list`), or a .jsonl file of your own dialogues "
+        "(one Dialogue per line, as arena scenario files)."
+    ),
+]
+TaskNameOption = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        help="Task name or task .toml file (default: the corpus's task, or the task the "
+        "dialogues of a file name).",
+    ),
+]
+AnnotatorOption = Annotated[str, typer.Option("--model", help="Model address.")]
+SplitOption = Annotated[str | None, typer.Option("--split", help="Only this split.")]
+LabelledOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--labelled-only",
+        help="Only dialogues with turn-level human labels (PersuasionForGood's 300).",
+    ),
+]
+ProfilesOption = Annotated[bool, typer.Option(help="Annotate user profiles too.")]
+ExtensionsOption = Annotated[
+    bool,
+    typer.Option(
+        "--extensions",
+        help="Offer the lexicon's extension labels too (happiness, surprise, disgust, "
+        "neutral; the labels DailyDialog's human mapping uses).",
+    ),
+]
+
+
 @app.command("run")
 def run_command(
-    corpus: Annotated[
-        str,
-        typer.Argument(
-            help="Corpus name (see `cogwm data list`), or a .jsonl file of your own dialogues "
-            "(one Dialogue per line, as arena scenario files)."
-        ),
-    ],
+    corpus: CorpusArgument,
     db: DbOption,
-    task_name: Annotated[
-        str | None,
-        typer.Option(
-            "--task",
-            help="Task name or task .toml file (default: the corpus's task, or the task the "
-            "dialogues of a file name).",
-        ),
-    ] = None,
-    model: Annotated[str, typer.Option("--model", help="Model address.")] = DEFAULT_MODEL,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Annotate the first N of the sample.")
-    ] = None,
-    split: Annotated[str | None, typer.Option("--split", help="Only this split.")] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue: skip the dialogues already in --db.")
-    ] = False,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency", min=1, max=MAX_CONCURRENCY, help="Dialogues annotated at once."
-        ),
-    ] = 1,
-    seed: Annotated[int, typer.Option("--seed", help="Sample order and sampling seed.")] = 0,
-    labelled_only: Annotated[
-        bool,
-        typer.Option(
-            "--labelled-only",
-            help="Only dialogues with turn-level human labels (PersuasionForGood's 300).",
-        ),
-    ] = False,
-    profiles: Annotated[bool, typer.Option(help="Annotate user profiles too.")] = True,
-    extensions: Annotated[
-        bool,
-        typer.Option(
-            "--extensions",
-            help="Offer the lexicon's extension labels too (happiness, surprise, disgust, "
-            "neutral; the labels DailyDialog's human mapping uses).",
-        ),
-    ] = False,
+    task_name: TaskNameOption = None,
+    model: AnnotatorOption = DEFAULT_MODEL,
+    limit: LimitOption = None,
+    split: SplitOption = None,
+    resume: ResumeOption = False,
+    concurrency: ConcurrencyOption = 1,
+    seed: SeedOption = 0,
+    labelled_only: LabelledOnlyOption = False,
+    profiles: ProfilesOption = True,
+    extensions: ExtensionsOption = False,
     data_dir: DataDirOption = None,
-    progress: Annotated[
-        bool, typer.Option(help="Progress bar (off: one log line per dialogue).")
-    ] = True,
+    progress: ProgressOption = True,
     network_preflight: PreflightOption = True,
     max_tokens_total: MaxTokensOption = None,
 ) -> None:
-    """Annotate a seeded sample of CORPUS with Summarize-and-Allocate; Ctrl-C or kill safe."""
-    from cogwm import corpora, tasks
+    """Annotate a seeded sample of CORPUS with Summarize-and-Allocate; Ctrl-C or kill safe.
+
+    Without --progress, one log line per dialogue.
+    """
+    from cogwm import tasks
     from cogwm.annotate.runner import check_resumable, select
     from cogwm.annotate.store import AnnotationStore
     from cogwm.models import load
@@ -108,16 +116,7 @@ def run_command(
         from cogwm.annotate.human.extensions import register
 
         register()
-    if corpus.strip().lower().endswith(".jsonl"):
-        dialogues = _own_dialogues(Path(corpus))
-        task = _own_task(task_name, dialogues)
-    else:
-        spec = corpora.get(corpus)
-        found = tasks.get(task_name) if task_name else tasks.for_corpus(spec.name)
-        if found is None:
-            raise typer.BadParameter(f"corpus {spec.name} has no task spec", param_hint="CORPUS")
-        task = found
-        dialogues = corpora.load(spec.name, resolve_data_dir(data_dir))
+    dialogues, task = _dialogues_and_task(corpus, task_name, data_dir)
     chosen = select(dialogues, seed=seed, limit=limit, split=split, labelled_only=labelled_only)
     budget = Budget(max_tokens_total=max_tokens_total)
     preflight_models([("--model", model)], network=network_preflight, base_url_option=False)
@@ -138,6 +137,22 @@ def run_command(
             markup=False,
         )
         raise typer.Exit(EXIT_BUDGET_REACHED)
+
+
+def _dialogues_and_task(
+    corpus: str, task_name: str | None, data_dir: Path | None
+) -> tuple[list[Dialogue], TaskSpec]:
+    """The dialogues of CORPUS (a corpus name or a .jsonl file) and the task to annotate."""
+    from cogwm import corpora, tasks
+
+    if corpus.strip().lower().endswith(".jsonl"):
+        dialogues = _own_dialogues(Path(corpus))
+        return dialogues, _own_task(task_name, dialogues)
+    spec = corpora.get(corpus)
+    found = tasks.get(task_name) if task_name else tasks.for_corpus(spec.name)
+    if found is None:
+        raise typer.BadParameter(f"corpus {spec.name} has no task spec", param_hint="CORPUS")
+    return corpora.load(spec.name, resolve_data_dir(data_dir)), found
 
 
 def _own_dialogues(path: Path) -> list[Dialogue]:
@@ -281,7 +296,7 @@ def quality_command(
         typer.Option("--human", help="A filled judgment sheet (see quality-export)."),
     ] = None,
     data_dir: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Agreement of the annotations in --db with people: the corpora's human labels (with a
     data directory) and a filled judgment sheet (--human)."""

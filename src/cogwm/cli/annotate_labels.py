@@ -6,7 +6,7 @@ entry point.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -17,36 +17,38 @@ from cogwm.annotate import human
 from cogwm.annotate.io import write_labelled
 from cogwm.annotate.summary import LabelSummary, counting
 from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.cli.options import JsonOption
 from cogwm.errors import InputError
 from cogwm.progress import ProgressBar
 from cogwm.schema.partial import STATE_FIELDS, LabelledDialogue
 
+LabelsCorpusArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Corpus: esconv, failed_esconv, persuasionforgood (p4g), annomi, inspired or "
+        "dailydialog.",
+        show_default=False,
+    ),
+]
+LabelsOutOption = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        help="Output file (cogwm.labels/1 JSON Lines), replaced if it exists.",
+        show_default=False,
+    ),
+]
+OfficialSplitOption = Annotated[
+    str | None, typer.Option("--split", help="Only this official split (corpora that have one).")
+]
+
 
 def labels(
-    corpus: Annotated[
-        str,
-        typer.Argument(
-            help="Corpus: esconv, failed_esconv, persuasionforgood (p4g), annomi, inspired or "
-            "dailydialog.",
-            show_default=False,
-        ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            help="Output file (cogwm.labels/1 JSON Lines), replaced if it exists.",
-            show_default=False,
-        ),
-    ],
+    corpus: LabelsCorpusArgument,
+    out: LabelsOutOption,
     data_dir: DataDirOption = None,
-    split: Annotated[
-        str | None,
-        typer.Option("--split", help="Only this official split (corpora that have one)."),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the counts as one JSON object.")
-    ] = False,
+    split: OfficialSplitOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Write the partial states a corpus's own human labels give, and count them per field."""
     if not out.parent.is_dir():
@@ -55,14 +57,7 @@ def labels(
     with err_console.status(f"reading {corpus}"):
         items = human.labelled_dialogues(corpus, root, split=split)
     summary = LabelSummary()
-    with ProgressBar(f"mapping {corpus}", None, console=err_console, transient=True) as bar:
-
-        def advancing() -> Iterator[LabelledDialogue]:
-            for item in counting(items, summary):
-                bar.update(advance=1)
-                yield item
-
-        written = write_labelled(out, advancing())
+    written = _write_counting(out, items, summary, corpus)
     if as_json:
         exact = {row.id: row.exact for row in human.rows(corpus)}
         print_json(
@@ -82,6 +77,20 @@ def labels(
 
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _write_counting(
+    out: Path, items: Iterable[LabelledDialogue], summary: LabelSummary, corpus: str
+) -> int:
+    """Write ``items`` to ``out``, counting them into ``summary``, with a spinner; how many."""
+    with ProgressBar(f"mapping {corpus}", None, console=err_console, transient=True) as bar:
+
+        def advancing() -> Iterator[LabelledDialogue]:
+            for item in counting(items, summary):
+                bar.update(advance=1)
+                yield item
+
+        return write_labelled(out, advancing())
 
 
 def _print_summary(corpus: str, split: str | None, summary: LabelSummary) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 from rich.console import Console
@@ -20,7 +20,8 @@ from cogwm.cli.common import (
     print_json,
     require_resumable,
 )
-from cogwm.limits import MAX_DIALOGUES_PER_TASK, MAX_RESAMPLES, MAX_ROUNDS
+from cogwm.cli.options import JsonOption, ProgressOption, ResamplesOption, ResumeOption, SeedOption
+from cogwm.limits import MAX_DIALOGUES_PER_TASK, MAX_ROUNDS
 
 app = typer.Typer(
     help="Agents under test talk to a cognitive user simulator; rank them by how they move the "
@@ -31,14 +32,16 @@ app = typer.Typer(
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from cogwm.arena.budget import Estimate
     from cogwm.arena.config import ArenaConfig
+    from cogwm.arena.failures import FailureCause
+    from cogwm.arena.runner import RunSummary
     from cogwm.arena.units import Shard
+    from cogwm.models.budget import Budget
+    from cogwm.validate.card import Check
     from cogwm.validate.sensitivity import TaskResult
 
 DbOption = Annotated[Path, typer.Option("--db", help="SQLite run store.")]
-ResamplesOption = Annotated[
-    int, typer.Option(min=1, max=MAX_RESAMPLES, help="Bootstrap resamples.")
-]
 
 
 def report_console(*, err: bool = False) -> Console:
@@ -46,60 +49,58 @@ def report_console(*, err: bool = False) -> Console:
     return err_console if err else console
 
 
+ConfigArgument = Annotated[Path, typer.Argument(metavar="CONFIG", help="TOML arena config.")]
+ForceConfigOption = Annotated[
+    bool, typer.Option("--force", help="With --resume, accept a config that changed.")
+]
+ShardOption = Annotated[
+    str | None, typer.Option("--shard", help="Run part i of n (e.g. 2/4); merge afterwards.")
+]
+ConfigDataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Corpora directory (overrides the config's data_dir)."),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print the planned conversations and at most how many model calls, tokens "
+        "and (with prices in the model options) dollars they take; run nothing.",
+    ),
+]
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost-usd",
+        help="Stop when this invocation's calls have cost this many dollars (exit 3; "
+        "--resume continues).",
+        show_default=False,
+    ),
+]
+
+
 @app.command("run")
 def run_command(
-    config_path: Annotated[Path, typer.Argument(metavar="CONFIG", help="TOML arena config.")],
+    config_path: ConfigArgument,
     db: DbOption = Path("runs.sqlite"),
-    resume: Annotated[
-        bool,
-        typer.Option("--resume", help="Continue the run in --db: skip finished conversations."),
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="With --resume, accept a config that changed.")
-    ] = False,
-    shard: Annotated[
-        str | None, typer.Option("--shard", help="Run part i of n (e.g. 2/4); merge afterwards.")
-    ] = None,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", help="Corpora directory (overrides the config's data_dir)."),
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Print the planned conversations and at most how many model calls, tokens "
-            "and (with prices in the model options) dollars they take; run nothing.",
-        ),
-    ] = False,
-    max_cost_usd: Annotated[
-        float | None,
-        typer.Option(
-            "--max-cost-usd",
-            help="Stop when this invocation's calls have cost this many dollars (exit 3; "
-            "--resume continues).",
-            show_default=False,
-        ),
-    ] = None,
+    resume: ResumeOption = False,
+    force: ForceConfigOption = False,
+    shard: ShardOption = None,
+    data_dir: ConfigDataDirOption = None,
+    progress: ProgressOption = True,
+    dry_run: DryRunOption = False,
+    max_cost_usd: MaxCostOption = None,
     max_tokens_total: MaxTokensOption = None,
     network_preflight: PreflightOption = True,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", help="Print the run's summary and failure causes (or the plan) as JSON."
-        ),
-    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Run (or resume) the arena described by CONFIG; every turn is committed to --db."""
     from cogwm.arena.config import load_config
-    from cogwm.arena.failures import failure_causes, failure_table
     from cogwm.arena.preflight import preflight, preflight_network
-    from cogwm.arena.runner import refuse_opening, run_arena
+    from cogwm.arena.runner import refuse_opening
     from cogwm.arena.units import Shard
-    from cogwm.errors import CogwmError
     from cogwm.models.budget import Budget
-    from cogwm.store import RunStore, stored_run
+    from cogwm.store import stored_run
 
     require_resumable(db, resume=resume)
     config = load_config(config_path)
@@ -116,25 +117,62 @@ def run_command(
     created = not db.exists()
     # A refused run is decided on a read-only store, so it changes no byte of it.
     refuse_opening(config, stored_run(db), db, resume=resume, force=force, shard=parsed_shard)
+    run = _RunOptions(resume, force, parsed_shard, progress, budget if budget.capped else None)
+    summary, causes = _run_in_store(config, db, run, created=created)
+    _print_outcome(summary, causes, db, as_json=as_json)
+
+
+class _RunOptions(NamedTuple):
+    """How ``arena run`` runs: what it resumes, which shard, with which display and budget."""
+
+    resume: bool
+    force: bool
+    shard: Shard | None
+    show_progress: bool
+    budget: Budget | None
+
+
+def _run_in_store(
+    config: ArenaConfig, db: Path, run: _RunOptions, *, created: bool
+) -> tuple[RunSummary, list[FailureCause]]:
+    """Run the arena into ``db``; its summary and, when some failed, the failure causes.
+
+    A run refused before it started leaves no file behind when ``created`` (``db`` was not
+    there before the command).
+    """
+    from cogwm.arena.failures import failure_causes
+    from cogwm.arena.runner import run_arena
+    from cogwm.errors import CogwmError
+    from cogwm.store import RunStore
+
     try:
         with RunStore(db) as store:
             summary = asyncio.run(
                 run_arena(
                     config,
                     store,
-                    resume=resume,
-                    force=force,
-                    shard=parsed_shard,
-                    show_progress=progress,
-                    budget=budget if budget.capped else None,
+                    resume=run.resume,
+                    force=run.force,
+                    shard=run.shard,
+                    show_progress=run.show_progress,
+                    budget=run.budget,
                 )
             )
             causes = failure_causes(store.conversations()) if summary.failed else []
     except CogwmError:
-        if created:  # a run refused before it started leaves no file behind
+        if created:
             for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
                 path.unlink(missing_ok=True)
         raise
+    return summary, causes
+
+
+def _print_outcome(
+    summary: RunSummary, causes: list[FailureCause], db: Path, *, as_json: bool
+) -> None:
+    """The run's summary line, its failures and budget; exits 130, 3 or 1 as the run ended."""
+    from cogwm.arena.failures import failure_table
+
     if as_json:
         print_json(
             {
@@ -188,8 +226,8 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
     units = shard_units(everything, shard)
     windows = resolve_windows(config, everything)  # as the run: over every shard's scenarios
     arms = Counter((u.task, f"{u.agent.name}/{u.condition.value}") for u in units)
+    plan = estimate(config, units, windows)
     if as_json:
-        plan = estimate(config, units, windows)
         print_json(
             {
                 "conversations": [
@@ -213,7 +251,13 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
         planned.add_row(task, arm, str(n))
     report_console().print(planned)
     report_console().print(windows.describe(), markup=False, highlight=False)
-    plan = estimate(config, units, windows)
+    _print_plan_calls(plan)
+
+
+def _print_plan_calls(plan: Estimate) -> None:
+    """The planned model calls per role, and their total, of ``arena run --dry-run``."""
+    from rich.table import Table
+
     table = Table(title="Planned model calls (upper bound)")
     for column in ("role", "model", "calls", "prompt tokens", "completion tokens", "cost"):
         table.add_column(column, justify="left" if column in ("role", "model") else "right")
@@ -246,7 +290,7 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
 @app.command("report")
 def report_command(
     db: DbOption = Path("runs.sqlite"),
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print long-format CSV.")] = False,
     plots: Annotated[
         Path | None, typer.Option("--plots", help="Write trajectory and heatmap PNGs here.")
@@ -255,7 +299,7 @@ def report_command(
         str, typer.Option(help="Empty B/D/I: 'zero' (paper) or 'carry' (last known value).")
     ] = "zero",
     resamples: ResamplesOption = 2000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    seed: SeedOption = 0,
     detect: Annotated[
         float | None,
         typer.Option(
@@ -348,55 +392,63 @@ def export_command(
         err_console.print(f"wrote {out}")
 
 
+SimulatorOption = Annotated[
+    str,
+    typer.Option(
+        "--simulator",
+        help="The simulated user under test: a model address (llamacpp:smollm2-wm) or "
+        "python:<package.module:factory>.",
+    ),
+]
+CardOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--card",
+        help="Validity card to write the checks into (created if absent). The checks are "
+        "registered in the cards folder either way, where reports find them.",
+    ),
+]
+StoresFolderOption = Annotated[
+    Path, typer.Option("--db", help="Folder of the run stores (one per simulator and task).")
+]
+ScenariosOption = Annotated[
+    int,
+    typer.Option(
+        min=2,
+        max=MAX_DIALOGUES_PER_TASK,
+        help="Scenarios per task (under 20 the checks are undecided).",
+    ),
+]
+SensitivityTaskOption = Annotated[
+    list[str] | None,
+    typer.Option("--task", help="Check this task only (repeatable; default ESC and PD)."),
+]
+RoundsOption = Annotated[
+    int, typer.Option(min=3, max=MAX_ROUNDS, help="Rounds per conversation, cold start included.")
+]
+RuleKOption = Annotated[
+    float, typer.Option("--rule-k", help="The rule simulator's gain (above 0).")
+]
+ForceStoresOption = Annotated[
+    bool, typer.Option("--force", help="Continue stores whose config changed.")
+]
+
+
 @app.command("sensitivity")
 def sensitivity_command(
-    simulator: Annotated[
-        str,
-        typer.Option(
-            "--simulator",
-            help="The simulated user under test: a model address (llamacpp:smollm2-wm) or "
-            "python:<package.module:factory>.",
-        ),
-    ],
-    card: Annotated[
-        Path | None,
-        typer.Option(
-            "--card",
-            help="Validity card to write the checks into (created if absent). The checks are "
-            "registered in the cards folder either way, where reports find them.",
-        ),
-    ] = None,
-    db: Annotated[
-        Path,
-        typer.Option("--db", help="Folder of the run stores (one per simulator and task)."),
-    ] = Path("sensitivity-runs"),
-    scenarios: Annotated[
-        int,
-        typer.Option(
-            min=2,
-            max=MAX_DIALOGUES_PER_TASK,
-            help="Scenarios per task (under 20 the checks are undecided).",
-        ),
-    ] = 20,
-    task: Annotated[
-        list[str] | None,
-        typer.Option("--task", help="Check this task only (repeatable; default ESC and PD)."),
-    ] = None,
-    rounds: Annotated[
-        int,
-        typer.Option(min=3, max=MAX_ROUNDS, help="Rounds per conversation, cold start included."),
-    ] = 10,
-    seed: Annotated[int, typer.Option(help="Arena and bootstrap seed.")] = 0,
+    simulator: SimulatorOption,
+    card: CardOption = None,
+    db: StoresFolderOption = Path("sensitivity-runs"),
+    scenarios: ScenariosOption = 20,
+    task: SensitivityTaskOption = None,
+    rounds: RoundsOption = 10,
+    seed: SeedOption = 0,
     data_dir: DataDirOption = None,
-    rule_k: Annotated[
-        float, typer.Option("--rule-k", help="The rule simulator's gain (above 0).")
-    ] = 1.0,
+    rule_k: RuleKOption = 1.0,
     resamples: ResamplesOption = 2000,
-    force: Annotated[
-        bool, typer.Option("--force", help="Continue stores whose config changed.")
-    ] = False,
-    progress: Annotated[bool, typer.Option(help="Show the live progress display.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+    force: ForceStoresOption = False,
+    progress: ProgressOption = True,
+    as_json: JsonOption = False,
 ) -> None:
     """Scripted supportive, dismissive and hostile agents on ESC and PD: does the simulator's
     state follow how it is treated? Beside it, the rule simulator (a sentiment meter)."""
@@ -436,7 +488,13 @@ def sensitivity_command(
         )
     else:
         err_console.print(f"wrote {len(checks)} checks to {written}", markup=False)
-    shown = [*results, *([] if rule is results else rule)]
+    _print_sensitivity(checks, [*results, *([] if rule is results else rule)], db, as_json=as_json)
+
+
+def _print_sensitivity(
+    checks: list[Check], shown: list[TaskResult], db: Path, *, as_json: bool
+) -> None:
+    """The checks (JSON) or the table of the results; exits 1 when conversations failed."""
     if as_json:
         print_json({"checks": [c.model_dump(mode="json") for c in checks]})
     else:

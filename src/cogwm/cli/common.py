@@ -1,15 +1,20 @@
-"""Shared pieces of the command line: consoles, the data-directory option, JSON output."""
+"""Shared pieces of the command line: consoles, the data directory, JSON output, preflight."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
 
+# Re-exported: commands import these from here as well as from cogwm.cli.options.
+from cogwm.cli.options import DATA_DIR_ENV as DATA_DIR_ENV
+from cogwm.cli.options import DataDirOption as DataDirOption
+from cogwm.cli.options import MaxTokensOption as MaxTokensOption
+from cogwm.cli.options import PreflightOption as PreflightOption
 from cogwm.errors import InputError
 
 #: Line width when the output is not a terminal (a pipe, a file, a log): wide enough that no
@@ -33,8 +38,6 @@ def _console(*, stderr: bool) -> Console:
 console = _console(stderr=False)
 err_console = _console(stderr=True)
 
-DATA_DIR_ENV = "COGWM_DATA_DIR"
-
 #: Exit status of a command that ran to its end but some of its units (conversations, items,
 #: model calls) failed: what succeeded is kept, the failures are listed, ``--resume`` retries.
 #: Exit 2 is a user error (one ``error:`` line); 130 an interrupt.
@@ -42,34 +45,6 @@ EXIT_UNITS_FAILED = 1
 #: Exit status of a run stopped by ``--max-cost-usd`` or ``--max-tokens-total``: what finished is
 #: kept and ``--resume`` continues.
 EXIT_BUDGET_REACHED = 3
-
-MaxTokensOption = Annotated[
-    int | None,
-    typer.Option(
-        "--max-tokens-total",
-        help="Stop when this invocation's calls have used this many tokens (exit 3; "
-        "--resume continues).",
-        show_default=False,
-    ),
-]
-
-PreflightOption = Annotated[
-    bool,
-    typer.Option(
-        "--preflight/--no-preflight",
-        help="Before any model call, ask each openai: endpoint for its model list once "
-        "(an endpoint that does not answer is an error, exit 2).",
-    ),
-]
-
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        help=f"Directory holding the corpora (one folder per corpus); default ${DATA_DIR_ENV}.",
-        show_default=False,
-    ),
-]
 
 
 def resolve_data_dir(data_dir: Path | None) -> Path:

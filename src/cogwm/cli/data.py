@@ -19,6 +19,7 @@ from cogwm.cli.common import (
     print_json,
     resolve_data_dir,
 )
+from cogwm.cli.options import JsonOption
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Record
 
@@ -71,9 +72,6 @@ def _write_jsonl(out: Path, records: Iterable[Record]) -> int:
         partial.unlink(missing_ok=True)
         raise InputError(f"{out}: cannot write ({exc.strerror})") from None
     return count
-
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
 @app.command("list")

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cogwm.cli.common import console, err_console, print_json
+from cogwm.cli.options import BaseUrlOption, JsonOption
 from cogwm.errors import CogwmError, InputError
 
 app = typer.Typer(
@@ -26,19 +27,9 @@ ModelArgument = Annotated[
         show_default=False,
     ),
 ]
-BaseUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--base-url",
-        help="OpenAI-compatible endpoint(s), comma-separated (openai: models); "
-        "default $COGWM_BASE_URL.",
-        show_default=False,
-    ),
-]
 NoCacheOption = Annotated[
     bool, typer.Option("--no-cache", help="Neither read nor write the reply cache.")
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def _load(spec: str, base_url: str | None, **options: Any) -> Any:

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from cogwm.cli.common import DataDirOption, console, err_console, print_json, resolve_data_dir
+from cogwm.cli.options import JsonOption, LimitOption, SeedOption
 from cogwm.errors import InputError
 from cogwm.progress import ProgressBar
 from cogwm.simulator.samples import DEFAULT_HISTORY_TURNS, SPLITS
@@ -19,54 +20,60 @@ app = typer.Typer(
 )
 
 
+SamplesOutOption = Annotated[
+    Path, typer.Option("--out", help="Output directory (train/val/test.jsonl, manifest.json).")
+]
+AnnotationsOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--annotations",
+        help="LLM-annotation export (cogwm.labels/1 JSONL); repeat for several.",
+        show_default=False,
+    ),
+]
+HumanOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--human",
+        help="Corpus whose human labels to use (esconv, dailydialog, annomi, "
+        "persuasionforgood, inspired, failed_esconv); repeat for several.",
+        show_default=False,
+    ),
+]
+HistoryTurnsOption = Annotated[
+    int, typer.Option("--history-turns", min=1, help="Turns of history each sample shows.")
+]
+ForceOverwriteOption = Annotated[
+    bool, typer.Option("--force", help="Overwrite the samples files of a non-empty --out.")
+]
+UnderstandOption = Annotated[
+    bool,
+    typer.Option(
+        "--understand",
+        help="Also a state-understanding sample per labelled user turn (the real turn is "
+        "shown, the target is the state): how `cogwm validate` reads states.",
+    ),
+]
+
+
 @app.command("build")
 def build(
-    out: Annotated[
-        Path, typer.Option("--out", help="Output directory (train/val/test.jsonl, manifest.json).")
-    ],
-    annotations: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--annotations",
-            help="LLM-annotation export (cogwm.labels/1 JSONL); repeat for several.",
-            show_default=False,
-        ),
-    ] = None,
-    human: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--human",
-            help="Corpus whose human labels to use (esconv, dailydialog, annomi, "
-            "persuasionforgood, inspired, failed_esconv); repeat for several.",
-            show_default=False,
-        ),
-    ] = None,
+    out: SamplesOutOption,
+    annotations: AnnotationsOption = None,
+    human: HumanOption = None,
     data_dir: DataDirOption = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seeds the dialogue-level split.")] = 0,
-    history_turns: Annotated[
-        int,
-        typer.Option("--history-turns", min=1, help="Turns of history each sample shows."),
-    ] = DEFAULT_HISTORY_TURNS,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", min=1, help="Read at most N labelled dialogues per source."),
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the samples files of a non-empty --out.")
-    ] = False,
-    understand: Annotated[
-        bool,
-        typer.Option(
-            "--understand",
-            help="Also a state-understanding sample per labelled user turn (the real turn is "
-            "shown, the target is the state): how `cogwm validate` reads states.",
-        ),
-    ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the manifest (counts per corpus) as JSON.")
-    ] = False,
+    seed: SeedOption = 0,
+    history_turns: HistoryTurnsOption = DEFAULT_HISTORY_TURNS,
+    limit: LimitOption = None,
+    force: ForceOverwriteOption = False,
+    understand: UnderstandOption = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Build samples from human labels and/or LLM annotations, split by dialogue."""
+    """Build samples from human labels and/or LLM annotations, split by dialogue.
+
+    --seed seeds the dialogue-level split; --limit reads at most N labelled dialogues per
+    source.
+    """
     from cogwm.simulator.build import Source, build_samples, check_out_dir, human_corpus
 
     sources = [Source("human", human_corpus(c)) for c in human or []]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,6 +14,7 @@ from rich.table import Table
 from cogwm import tasks
 from cogwm.cli.common import console, err_console, print_json
 from cogwm.cli.fidelity_table import ALL_ROW, print_paper_tables, split_by_dataset
+from cogwm.cli.options import JsonOption, ResamplesOption, SeedOption
 from cogwm.errors import InputError
 from cogwm.metrics.aggregate import Estimate
 from cogwm.metrics.summary import (
@@ -42,12 +43,14 @@ from cogwm.simulator.records import (
 )
 from cogwm.stats.means import DEFAULT_RESAMPLES
 
+if TYPE_CHECKING:
+    from cogwm.metrics.embeddings import Embedder
+
 app = typer.Typer(
     help="Score predictions (turn tier) and conversations (trajectory and task tiers).",
     no_args_is_help=True,
 )
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 JudgeOption = Annotated[
     str | None,
     typer.Option(
@@ -56,10 +59,24 @@ JudgeOption = Annotated[
         show_default=False,
     ),
 ]
-ResamplesOption = Annotated[
-    int, typer.Option("--resamples", min=1, help="Bootstrap resamples per confidence interval.")
+FidelityTaskOption = Annotated[
+    str | None,
+    typer.Option(
+        "--task", help="Task whose dimension meanings the judge prompts use (or a .toml)."
+    ),
 ]
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")]
+EmbeddingCacheOption = Annotated[
+    Path | None,
+    typer.Option("--embedding-cache", help="SQLite file caching sentence embeddings."),
+]
+PredictedOnlyOption = Annotated[
+    bool,
+    typer.Option(
+        "--predicted-only",
+        help="Score only the gold records that have a prediction (a `simulate --limit` "
+        "run); how many were left out is printed.",
+    ),
+]
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -79,30 +96,14 @@ def fidelity(
     gold: Annotated[Path, typer.Argument(help="Gold records or exported dialogues (JSON Lines).")],
     as_json: JsonOption = False,
     judge: JudgeOption = None,
-    task: Annotated[
-        str | None,
-        typer.Option(
-            "--task", help="Task whose dimension meanings the judge prompts use (or a .toml)."
-        ),
-    ] = None,
-    embedding_cache: Annotated[
-        Path | None,
-        typer.Option("--embedding-cache", help="SQLite file caching sentence embeddings."),
-    ] = None,
+    task: FidelityTaskOption = None,
+    embedding_cache: EmbeddingCacheOption = None,
     resamples: ResamplesOption = DEFAULT_RESAMPLES,
     seed: SeedOption = 0,
-    predicted_only: Annotated[
-        bool,
-        typer.Option(
-            "--predicted-only",
-            help="Score only the gold records that have a prediction (a `simulate --limit` "
-            "run); how many were left out is printed.",
-        ),
-    ] = False,
+    predicted_only: PredictedOnlyOption = False,
 ) -> None:
     """Turn-tier fidelity of predicted states and utterances against gold (optionally judged)."""
     from cogwm.metrics.embeddings import CachedEmbedder, MiniLMEmbedder, default_embedder
-    from cogwm.metrics.turn import score_turns, summarize_turns
 
     spec = tasks.get(task) if task is not None else None
     with tasks.files_catalog([task] if task else []).active():  # the labels a task file adds
@@ -119,18 +120,9 @@ def fidelity(
         if embedding_cache is not None
         else default_embedder()
     )
-    with err_console.status(f"scoring {len(samples):,} samples"):
-        scores = score_turns(samples, embedder=embedder)
-        report = summarize_turns(
-            samples, scores, embedding_model=embedder.model_id, n_resamples=resamples, seed=seed
-        )
-        rows = {ALL_ROW: report}
-        datasets = {key: record.dataset for key, record in gold_records.items()}
-        for name, (part, part_scores) in split_by_dataset(samples, scores, datasets).items():
-            rows[name] = summarize_turns(
-                part, part_scores, embedding_model=embedder.model_id, n_resamples=resamples,
-                seed=seed,
-            )  # fmt: skip
+    datasets = {key: record.dataset for key, record in gold_records.items()}
+    rows = _fidelity_rows(samples, datasets, embedder, resamples=resamples, seed=seed)
+    report = rows[ALL_ROW]
     judged = _judge_turns(judge, samples, spec, resamples, seed) if judge else None
     if as_json:
         out: dict[str, Any] = report.model_dump(mode="json")
@@ -143,6 +135,32 @@ def fidelity(
     print_paper_tables(rows, _run_label(predicted))
     if judged is not None:
         _print_judge(str(judge), judged)
+
+
+def _fidelity_rows(
+    samples: list[FidelitySample],
+    datasets: dict[str, str | None],
+    embedder: Embedder,
+    *,
+    resamples: int,
+    seed: int,
+) -> dict[str, FidelityReport]:
+    """The fidelity report of all samples (row ``ALL_ROW``) and of each dataset's."""
+    from cogwm.metrics.turn import score_turns, summarize_turns
+
+    with err_console.status(f"scoring {len(samples):,} samples"):
+        scores = score_turns(samples, embedder=embedder)
+        rows = {
+            ALL_ROW: summarize_turns(
+                samples, scores, embedding_model=embedder.model_id, n_resamples=resamples, seed=seed
+            )
+        }
+        for name, (part, part_scores) in split_by_dataset(samples, scores, datasets).items():
+            rows[name] = summarize_turns(
+                part, part_scores, embedding_model=embedder.model_id, n_resamples=resamples,
+                seed=seed,
+            )  # fmt: skip
+    return rows
 
 
 def _of_mode(records: dict[str, FidelityRecord], mode: str | None) -> dict[str, FidelityRecord]:

@@ -5,44 +5,47 @@ from __future__ import annotations
 import errno
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cogwm.cli.common import DataDirOption, err_console, preflight_models
 from cogwm.limits import MAX_ROUNDS
 
+if TYPE_CHECKING:
+    from cogwm.arena.scenarios import Scenario
+
+StoresOption = Annotated[
+    list[Path] | None,
+    typer.Option("--db", help="Run store to show (repeat for several); nothing else is."),
+]
+PlayModelOption = Annotated[
+    list[str] | None,
+    typer.Option("--model", help="Simulator model the play page may use (repeatable)."),
+]
+PlayDbOption = Annotated[
+    Path, typer.Option("--play-db", help="Run store the played dialogues are saved to.")
+]
+HostOption = Annotated[str, typer.Option(help="Address to bind (loopback unless told).")]
+PortOption = Annotated[int, typer.Option(min=1, max=65535, help="Port.")]
+PlayRoundsOption = Annotated[
+    int, typer.Option(min=3, max=MAX_ROUNDS, help="Rounds of a played dialogue.")
+]
+
 
 def serve(
-    db: Annotated[
-        list[Path] | None,
-        typer.Option("--db", help="Run store to show (repeat for several); nothing else is."),
-    ] = None,
-    model: Annotated[
-        list[str] | None,
-        typer.Option("--model", help="Simulator model the play page may use (repeatable)."),
-    ] = None,
-    play_db: Annotated[
-        Path, typer.Option("--play-db", help="Run store the played dialogues are saved to.")
-    ] = Path("cogwm-play.sqlite"),
-    host: Annotated[str, typer.Option(help="Address to bind (loopback unless told).")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port.")] = 8765,
-    max_rounds: Annotated[
-        int, typer.Option(min=3, max=MAX_ROUNDS, help="Rounds of a played dialogue.")
-    ] = 20,
+    db: StoresOption = None,
+    model: PlayModelOption = None,
+    play_db: PlayDbOption = Path("cogwm-play.sqlite"),
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8765,
+    max_rounds: PlayRoundsOption = 20,
     data_dir: DataDirOption = None,
 ) -> None:
     """Serve the runs given with --db and the play page on http://HOST:PORT/."""
     import uvicorn
 
-    from cogwm.arena.scenarios import corpus_scenarios
-    from cogwm.cli.common import resolve_data_dir
-    from cogwm.errors import InputError
-    from cogwm.store.ownership import StoreKind, check_store
-    from cogwm.tasks import get
-    from cogwm.web.server import LOOPBACK, PLAY_TASKS, ServerConfig, create_app
+    from cogwm.web.server import LOOPBACK, ServerConfig, create_app
 
     models = list(model or ["llamacpp:smollm2"])
     # Before anything is created or served: a model that cannot be found is one line now, not
@@ -50,24 +53,14 @@ def serve(
     preflight_models(
         [("--model", address) for address in models], network=False, base_url_option=False
     )
-    stores = list(db or [])
-    for path in stores:
-        if not path.is_file():
-            raise InputError(f"run store {path} does not exist")
-        # Before serving, not at the first page: another tool's file is refused untouched.
-        check_store(path, StoreKind.ARENA, create=False)
-    check_store(play_db, StoreKind.ARENA, create=True)
-    scenarios = {}
-    if data_dir is not None:
-        folder = resolve_data_dir(data_dir)
-        scenarios = {t: corpus_scenarios(get(t), folder) for t in PLAY_TASKS}
+    stores = _checked_stores(list(db or []), play_db)
     config = ServerConfig(
         stores=[*stores, play_db],
         models=models,
         play_store=play_db,
         host=host,
         port=port,
-        scenarios=scenarios,
+        scenarios=_play_scenarios(data_dir),
         max_rounds=max_rounds,
     )
     listening = listen(host, port)  # before the URL: a busy port must not look served
@@ -79,6 +72,35 @@ def serve(
     )
     with listening:
         server.run(sockets=[listening])
+
+
+def _checked_stores(stores: list[Path], play_db: Path) -> list[Path]:
+    """The run stores to show, each an existing arena store; the play store made if absent.
+
+    Checked before serving, not at the first page: another tool's file is refused untouched.
+    """
+    from cogwm.errors import InputError
+    from cogwm.store.ownership import StoreKind, check_store
+
+    for path in stores:
+        if not path.is_file():
+            raise InputError(f"run store {path} does not exist")
+        check_store(path, StoreKind.ARENA, create=False)
+    check_store(play_db, StoreKind.ARENA, create=True)
+    return stores
+
+
+def _play_scenarios(data_dir: Path | None) -> dict[str, list[Scenario]]:
+    """The play page's corpus scenarios per task (none without --data-dir)."""
+    from cogwm.arena.scenarios import corpus_scenarios
+    from cogwm.cli.common import resolve_data_dir
+    from cogwm.tasks import get
+    from cogwm.web.server import PLAY_TASKS
+
+    if data_dir is None:
+        return {}
+    folder = resolve_data_dir(data_dir)
+    return {t: corpus_scenarios(get(t), folder) for t in PLAY_TASKS}
 
 
 def listen(host: str, port: int) -> socket.socket:

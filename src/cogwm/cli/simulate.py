@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from cogwm.cli.common import EXIT_UNITS_FAILED, err_console, require_resumable
+from cogwm.cli.options import ConcurrencyOption, LimitOption, ResumeOption, SeedOption
 from cogwm.errors import InputError
 from cogwm.models.model import Model
 from cogwm.progress import ProgressBar
@@ -46,19 +47,15 @@ def simulate(
         str,
         typer.Option("--ablation", help=f"Input switch: {', '.join(SAMPLE_ABLATIONS)}."),
     ] = "none",
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Calls in flight at once.")
-    ] = DEFAULT_CONCURRENCY,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", min=1, help="Only the first N samples.", show_default=False),
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Append to --out, skipping ids already there.")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Sampling seed.")] = 0,
+    concurrency: ConcurrencyOption = DEFAULT_CONCURRENCY,
+    limit: LimitOption = None,
+    resume: ResumeOption = False,
+    seed: SeedOption = 0,
 ) -> None:
-    """Predict every sample of a split (greedy, seeded) and write one line per sample."""
+    """Predict every sample of a split (greedy, seeded) and write one line per sample.
+
+    --resume appends to --out, skipping the sample ids already there.
+    """
     from cogwm import models
 
     if mode not in ("predict", "understand"):

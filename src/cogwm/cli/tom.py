@@ -26,8 +26,15 @@ from cogwm.cli.common import (
     require_resumable,
     resolve_data_dir,
 )
+from cogwm.cli.options import (
+    BaseUrlOption,
+    ConcurrencyOption,
+    JsonOption,
+    LimitOption,
+    ResumeOption,
+    SeedOption,
+)
 from cogwm.errors import InputError
-from cogwm.limits import MAX_CONCURRENCY
 from cogwm.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -60,13 +67,6 @@ ModelOption = Annotated[
         show_default=False,
     ),
 ]
-BaseUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--base-url", help="OpenAI-compatible endpoint(s) for openai: models.", show_default=False
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 MaxWordsOption = Annotated[
     int,
     typer.Option(
@@ -76,12 +76,6 @@ MaxWordsOption = Annotated[
         "boundary at or under it (counted exceptions: a longer utterance alone, a window closed "
         "short). 0 selects the earlier greedy rule (close at the first boundary at or past 150 "
         "words, merge the tail), whose windows may pass 200 words.",
-    ),
-]
-ConcurrencyOption = Annotated[
-    int,
-    typer.Option(
-        "--concurrency", min=1, max=MAX_CONCURRENCY, help="Model calls in flight at once."
     ),
 ]
 
@@ -232,45 +226,47 @@ def _window_table(rows: list[dict[str, Any]], max_words: int) -> Table:
 # -- build -----------------------------------------------------------------------
 
 
+ItemsOutOption = Annotated[Path, typer.Option("--out", help="Items file to write (JSON lines).")]
+CorpusChoiceOption = Annotated[
+    str, typer.Option("--corpus", help="annomi, esconv, persuasionforgood or all.")
+]
+SourceOption = Annotated[str, typer.Option("--source", help="template (human labels) or llm.")]
+GeneratorOption = Annotated[
+    str | None, typer.Option("--model", help="Generator model (with --source llm).")
+]
+TomTaskOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tom-task", help="DialToM task: retrospective and/or prospective (default both)."
+    ),
+]
+# The former name of --tom-task, kept for old scripts; hidden because --task means ESC/PD elsewhere.
+OldTaskOption = Annotated[list[str] | None, typer.Option("--task", hidden=True)]
+
+
 @app.command("build")
 def build_command(
-    out: Annotated[Path, typer.Option("--out", help="Items file to write (JSON lines).")],
-    corpus: Annotated[
-        str, typer.Option("--corpus", help="annomi, esconv, persuasionforgood or all.")
-    ] = "all",
-    source: Annotated[
-        str, typer.Option("--source", help="template (human labels) or llm.")
-    ] = "template",
-    model: Annotated[
-        str | None, typer.Option("--model", help="Generator model (with --source llm).")
-    ] = None,
-    task: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--tom-task",
-            help="DialToM task: retrospective and/or prospective (default both).",
-        ),
-    ] = None,
-    old_task: Annotated[
-        list[str] | None,
-        # The former name, kept for old scripts; hidden because --task means ESC/PD elsewhere.
-        typer.Option("--task", hidden=True),
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="At most this many contexts per corpus.")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of distractor choices and order.")] = 13,
+    out: ItemsOutOption,
+    corpus: CorpusChoiceOption = "all",
+    source: SourceOption = "template",
+    model: GeneratorOption = None,
+    task: TomTaskOption = None,
+    old_task: OldTaskOption = None,
+    limit: LimitOption = None,
+    seed: SeedOption = 13,
     max_words: MaxWordsOption = 200,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="LLM: keep OUT and skip contexts already in it.")
-    ] = False,
+    resume: ResumeOption = False,
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     data_dir: DataDirOption = None,
     as_json: JsonOption = False,
     network_preflight: PreflightOption = True,
 ) -> None:
-    """Build DialToM items from the corpora: template items from human labels, or LLM items."""
+    """Build DialToM items from the corpora: template items from human labels, or LLM items.
+
+    --limit keeps at most N contexts per corpus; --resume (LLM items) keeps OUT and skips the
+    contexts already in it.
+    """
     from cogwm.tom.contexts import load_contexts, resolve_corpora
     from cogwm.tom.items import Task, read_items, write_items
 
@@ -298,29 +294,44 @@ def build_command(
         assert model is not None
         failed = _build_llm(contexts, out, model, tasks, resume, concurrency, base_url)
         items = read_items(out) if out.exists() else []
+    _print_build(_Built(out, source, items, report, windows, max_words), as_json=as_json)
+    if failed:
+        if not as_json:
+            err_console.print(
+                f"{failed} contexts lost items to failed model calls; --resume retries them",
+                markup=False,
+            )
+        raise typer.Exit(EXIT_UNITS_FAILED)
+
+
+class _Built(NamedTuple):
+    """What ``tom build`` made: the items, the reasons items were dropped and the windows."""
+
+    out: Path
+    source: str
+    items: list[ToMItem]
+    dropped: Counter[str]
+    windows: list[dict[str, Any]]
+    max_words: int
+
+
+def _print_build(built: _Built, *, as_json: bool) -> None:
+    """The items built, by counts (JSON, or the window and count tables and drop reasons)."""
     if as_json:
         print_json(
             {
-                "out": str(out),
-                "items": len(items),
-                "counts": _counts_json(items),
-                "dropped": dict(sorted(report.items())),
-                "windows": windows,
+                "out": str(built.out),
+                "items": len(built.items),
+                "counts": _counts_json(built.items),
+                "dropped": dict(sorted(built.dropped.items())),
+                "windows": built.windows,
             }
         )
-        if failed:
-            raise typer.Exit(EXIT_UNITS_FAILED)
         return
-    console.print(_window_table(windows, max_words))
-    console.print(_count_table(items, f"{source} items written to {out}"))
-    for reason, n in sorted(report.items()):
+    console.print(_window_table(built.windows, built.max_words))
+    console.print(_count_table(built.items, f"{built.source} items written to {built.out}"))
+    for reason, n in sorted(built.dropped.items()):
         console.print(f"  {n:5d}  {reason}", markup=False, highlight=False)
-    if failed:
-        err_console.print(
-            f"{failed} contexts lost items to failed model calls; --resume retries them",
-            markup=False,
-        )
-        raise typer.Exit(EXIT_UNITS_FAILED)
 
 
 def _build_templates(
@@ -457,12 +468,12 @@ def variants_command(
     model: Annotated[
         str | None, typer.Option("--model", help="Model for --counterfactual.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the easy distractors.")] = 7,
+    seed: SeedOption = 7,
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Make variants of items: --easy, --counterfactual, --degrade K, --open."""
+    """Make variants of items: --easy (seeded by --seed), --counterfactual, --degrade K, --open."""
     from cogwm.tom import variants
     from cogwm.tom.items import read_items, write_items
 
@@ -589,11 +600,12 @@ def verify_command(
 def answers_export_command(
     items_path: ItemsArgument,
     out: Annotated[Path, typer.Option("--out", help="The answer sheet to write (CSV).")],
-    seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the option order (as in tom eval --seed).")
-    ] = 0,
+    seed: SeedOption = 0,
 ) -> None:
-    """Write the answer sheet people fill in: one row per item, options in the seeded order."""
+    """Write the answer sheet people fill in: one row per item, options in the seeded order.
+
+    Give --seed as in tom eval, so that people see the options in the order the models did.
+    """
     from cogwm.tom.items import read_items
     from cogwm.tom.people import export_sheet
 
@@ -623,10 +635,13 @@ def answers_import_command(
         Path | None,
         typer.Option("--items", help="Items file of the sheet (default: the items in --db)."),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of rows without a seed column.")] = 0,
+    seed: SeedOption = 0,
     as_json: JsonOption = False,
 ) -> None:
-    """Import people's answers; they appear in tom stats like a model. All rows or none."""
+    """Import people's answers; they appear in tom stats like a model. All rows or none.
+
+    --seed is the option order of the rows without a seed column.
+    """
     from cogwm.tom.items import read_items
     from cogwm.tom.people import check_kind, people_rows, read_sheet
     from cogwm.tom.store import open_store
@@ -656,74 +671,80 @@ def answers_import_command(
 # -- evaluation ------------------------------------------------------------------
 
 
+SampleOption = Annotated[
+    int | None, typer.Option("--sample", min=1, help="A seeded random sample of N items.")
+]
+InjectFromOption = Annotated[
+    str | None,
+    typer.Option("--inject-from", help="Teacher model: show its masked reasoning to --model."),
+]
+MaskWithOption = Annotated[
+    str | None,
+    typer.Option(
+        "--mask-with",
+        help="With --inject-from: a model masks the option references in the teacher's "
+        "reasoning (as the paper does); default: regular expressions. The masking path is "
+        "recorded per item.",
+    ),
+]
+CircularOption = Annotated[
+    bool,
+    typer.Option(
+        "--circular",
+        help="Also ask every rotation of the options; an item is circularly correct only "
+        "when all are right (reports plain and circular rates).",
+    ),
+]
+HistoryOption = Annotated[
+    str,
+    typer.Option(
+        "--history",
+        help="What retrospective items show: window (the item's window) or full (the whole "
+        "session up to the window's end). Recorded with the run.",
+    ),
+]
+ReasoningOption = Annotated[
+    bool,
+    typer.Option(
+        "--reasoning",
+        help="Let the model think before it answers (a reasoning model): the final letter "
+        "is the last 'Answer: X' of the reply after its thinking, else a bare letter on its "
+        "last line; the whole reply, thinking included, is stored.",
+    ),
+]
+ReasoningTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--reasoning-tokens",
+        min=1,
+        help="With --reasoning: the token budget per item (thinking and answer).",
+        show_default="4096",
+    ),
+]
+TeacherTokensOption = Annotated[
+    int,
+    typer.Option(
+        "--teacher-tokens", min=1, help="With --inject-from: the teacher's reasoning budget."
+    ),
+]
+
+
 @app.command("eval")
 def eval_command(
     items_path: ItemsArgument,
     model: ModelOption,
     db: DbOption = DEFAULT_DB,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue a run; skip answered items.")
-    ] = False,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Only the first N items.")
-    ] = None,
-    sample: Annotated[
-        int | None, typer.Option("--sample", min=1, help="A seeded random sample of N items.")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of option order (and --sample).")] = 0,
-    inject_from: Annotated[
-        str | None,
-        typer.Option("--inject-from", help="Teacher model: show its masked reasoning to --model."),
-    ] = None,
-    mask_with: Annotated[
-        str | None,
-        typer.Option(
-            "--mask-with",
-            help="With --inject-from: a model masks the option references in the teacher's "
-            "reasoning (as the paper does); default: regular expressions. The masking path is "
-            "recorded per item.",
-        ),
-    ] = None,
-    circular: Annotated[
-        bool,
-        typer.Option(
-            "--circular",
-            help="Also ask every rotation of the options; an item is circularly correct only "
-            "when all are right (reports plain and circular rates).",
-        ),
-    ] = False,
-    history: Annotated[
-        str,
-        typer.Option(
-            "--history",
-            help="What retrospective items show: window (the item's window) or full (the whole "
-            "session up to the window's end). Recorded with the run.",
-        ),
-    ] = "window",
-    reasoning: Annotated[
-        bool,
-        typer.Option(
-            "--reasoning",
-            help="Let the model think before it answers (a reasoning model): the final letter "
-            "is the last 'Answer: X' of the reply after its thinking, else a bare letter on its "
-            "last line; the whole reply, thinking included, is stored.",
-        ),
-    ] = False,
-    reasoning_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--reasoning-tokens",
-            min=1,
-            help="With --reasoning: the token budget per item (thinking and answer).",
-            show_default="4096",
-        ),
-    ] = None,
-    teacher_tokens: Annotated[
-        int,
-        typer.Option(
-            "--teacher-tokens", min=1, help="With --inject-from: the teacher's reasoning budget."
-        ),
-    ] = 4096,
+    resume: ResumeOption = False,
+    limit: LimitOption = None,
+    sample: SampleOption = None,
+    seed: SeedOption = 0,
+    inject_from: InjectFromOption = None,
+    mask_with: MaskWithOption = None,
+    circular: CircularOption = False,
+    history: HistoryOption = "window",
+    reasoning: ReasoningOption = False,
+    reasoning_tokens: ReasoningTokensOption = None,
+    teacher_tokens: TeacherTokensOption = 4096,
     concurrency: ConcurrencyOption = 4,
     base_url: BaseUrlOption = None,
     as_json: JsonOption = False,
@@ -731,17 +752,9 @@ def eval_command(
 ) -> None:
     """Score a model on DialToM items; every answer is stored in --db with its raw output."""
     from cogwm.tom.evaluate import PLAIN, injected_condition
-    from cogwm.tom.items import read_items
-    from cogwm.tom.store import open_store
 
     require_resumable(db, resume=resume)
-    items = read_items(items_path)
-    if sample is not None and sample < len(items):
-        items = random.Random(seed).sample(items, sample)
-    if limit is not None:
-        items = items[:limit]
-    if not items:
-        raise InputError(f"{items_path}: no items")
+    items = _chosen_items(items_path, sample=sample, limit=limit, seed=seed)
     if mask_with is not None and inject_from is None:
         raise InputError("--mask-with needs --inject-from (it masks the teacher's reasoning)")
     budget = _reasoning_budget(reasoning, reasoning_tokens)
@@ -751,30 +764,11 @@ def eval_command(
         base_url=base_url,
         network=network_preflight,
     )
-    with open_store(db) as store:
-        if inject_from is not None:
-            _teacher(items, inject_from, store, (seed, teacher_tokens, concurrency), base_url)
-        if inject_from is not None and mask_with is not None:
-            _mask(items, inject_from, mask_with, store, seed, concurrency, base_url)
-        summary = _evaluate(
-            items,
-            model,
-            store,
-            _EvalOptions(
-                seed,
-                condition,
-                inject_from,
-                mask_with,
-                resume,
-                circular,
-                history,
-                concurrency,
-                base_url,
-                budget,
-            ),
-        )
-        rows = _run_rates(store, summary.run_id)
-        circular_rows = _run_circular(store, summary.run_id) if circular else []
+    options = _EvalOptions(
+        seed, condition, inject_from, mask_with, resume, circular, history, concurrency,
+        base_url, budget,
+    )  # fmt: skip
+    summary, rows, circular_rows = _evaluate_into(db, items, model, options, teacher_tokens)
     _print_eval(summary, rows, model, db, as_json, circular_rows)
     if summary.failed:
         # Answers that failed are not stored (so not counted as wrong); the run is incomplete.
@@ -784,6 +778,20 @@ def eval_command(
             markup=False,
         )
         raise typer.Exit(EXIT_UNITS_FAILED)
+
+
+def _chosen_items(path: Path, *, sample: int | None, limit: int | None, seed: int) -> list[ToMItem]:
+    """The items of ``path`` that ``--sample`` (seeded) and then ``--limit`` keep; never none."""
+    from cogwm.tom.items import read_items
+
+    items = read_items(path)
+    if sample is not None and sample < len(items):
+        items = random.Random(seed).sample(items, sample)
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        raise InputError(f"{path}: no items")
+    return items
 
 
 def _reasoning_budget(reasoning: bool, tokens: int | None) -> int | None:
@@ -867,6 +875,29 @@ class _EvalOptions(NamedTuple):
     reasoning_tokens: int | None = None
 
 
+def _evaluate_into(
+    db: Path, items: list[ToMItem], model: str, options: _EvalOptions, teacher_tokens: int
+) -> tuple[EvalSummary, list[RateRow], list[Any]]:
+    """Run ``tom eval`` into the store ``db`` (the teacher and the masker first, when asked).
+
+    Returns:
+        The run's summary, its rates, and its circular rates (empty without --circular).
+    """
+    from cogwm.tom.store import open_store
+
+    teacher, masker = options.teacher, options.masker
+    seed, concurrency, base_url = options.seed, options.concurrency, options.base_url
+    with open_store(db) as store:
+        if teacher is not None:
+            _teacher(items, teacher, store, (seed, teacher_tokens, concurrency), base_url)
+        if teacher is not None and masker is not None:
+            _mask(items, teacher, masker, store, seed, concurrency, base_url)
+        summary = _evaluate(items, model, store, options)
+        rows = _run_rates(store, summary.run_id)
+        circular_rows = _run_circular(store, summary.run_id) if options.circular else []
+    return summary, rows, circular_rows
+
+
 def _evaluate(items: list[ToMItem], spec: str, store: ToMStore, options: _EvalOptions) -> Any:
     from cogwm.tom.evaluate import evaluate
 
@@ -930,24 +961,10 @@ def _print_eval(
     circular_rows = [r for r in circular if isinstance(r, CircularRow)]
     bias_rows = [r for r in circular if not isinstance(r, CircularRow)]
 
-    info = {
-        "run_id": summary.run_id,
-        "answered": summary.answered,
-        "skipped": summary.skipped,
-        "failed": summary.failed,
-        "unparsed": summary.unparsed,
-        "missing_reasoning": summary.missing_reasoning,
-        "rotated": summary.rotated,
-        "paths": dict(summary.paths),
-        "history": summary.history,
-        "reasoning_tokens": summary.reasoning_tokens,
-        "prompt_words_mean": summary.prompt_length[0] if summary.prompt_length else None,
-        "prompt_words_max": summary.prompt_length[1] if summary.prompt_length else None,
-    }
     if as_json:
         print_json(
             {
-                **info,
+                **_eval_info(summary),
                 "db": str(db),
                 "rates": [r.model_dump() for r in rows],
                 "circular": [r.model_dump() for r in circular_rows],
@@ -979,6 +996,24 @@ def _print_eval(
         console.print(f"{summary.missing_reasoning} items had no teacher reasoning (skipped)")
     for failure in summary.failures:
         err_console.print(f"  {failure}", markup=False)
+
+
+def _eval_info(summary: EvalSummary) -> dict[str, Any]:
+    """The run's counts and settings as ``tom eval --json`` prints them."""
+    return {
+        "run_id": summary.run_id,
+        "answered": summary.answered,
+        "skipped": summary.skipped,
+        "failed": summary.failed,
+        "unparsed": summary.unparsed,
+        "missing_reasoning": summary.missing_reasoning,
+        "rotated": summary.rotated,
+        "paths": dict(summary.paths),
+        "history": summary.history,
+        "reasoning_tokens": summary.reasoning_tokens,
+        "prompt_words_mean": summary.prompt_length[0] if summary.prompt_length else None,
+        "prompt_words_max": summary.prompt_length[1] if summary.prompt_length else None,
+    }
 
 
 # -- several models ------------------------------------------------------------
@@ -1017,7 +1052,7 @@ def compare_command(
     sample: Annotated[
         int | None, typer.Option("--sample", min=1, help="A seeded random sample of N items.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of option order (and --sample).")] = 0,
+    seed: SeedOption = 0,
     concurrency: ConcurrencyOption = 4,
     as_json: JsonOption = False,
 ) -> None:

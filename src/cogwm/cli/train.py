@@ -12,13 +12,18 @@ single-GPU, DDP and FSDP configurations).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cogwm.cli.common import console, err_console, print_json, require_resumable
+from cogwm.cli.options import JsonOption, ResumeOption, SeedOption
 from cogwm.cli.train_transition import train_transition
 from cogwm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cogwm.simulator.train.config import TrainConfig
+    from cogwm.simulator.train.loop import TrainResult
 
 app = typer.Typer(
     help="Train the world model (LoRA) on a samples directory, and export the adapter for "
@@ -26,129 +31,156 @@ app = typer.Typer(
 )
 
 
+SamplesOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Samples directory from `cogwm samples build` (train.jsonl).", show_default=False
+    ),
+]
+BaseOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Base model: a GGUF alias (smollm2, gemma3-270m), a .gguf file (dequantized "
+        "once and cached) or a transformers model directory.",
+        show_default=False,
+    ),
+]
+AdapterOutOption = Annotated[
+    Path | None, typer.Option(help="Adapter output directory.", show_default=False)
+]
+ObjectiveOption = Annotated[
+    str, typer.Option(help="joint (state + utterance) or utt-only (utterance spans only).")
+]
+EpochsOption = Annotated[int, typer.Option(min=1, help="Passes over the training samples.")]
+MaxStepsOption = Annotated[
+    int | None, typer.Option(min=1, help="Stop after this many steps (overrides --epochs).")
+]
+StateWeightOption = Annotated[
+    float, typer.Option(min=0.0, help="Loss weight of state tokens (utterance = 1).")
+]
+LrOption = Annotated[float, typer.Option(help="Peak learning rate (AdamW).")]
+BatchTokensOption = Annotated[
+    int, typer.Option(min=16, help="Padded tokens per batch (length-bucketed batches).")
+]
+GradAccumOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Micro-batches per optimizer step: the effective batch is --batch-tokens x "
+        "this x processes.",
+    ),
+]
+MaxLengthOption = Annotated[
+    int, typer.Option(min=16, help="Samples longer than this (tokens) are left out.")
+]
+CorpusMixOption = Annotated[
+    str,
+    typer.Option(
+        help="proportional (each corpus as often as its share of the samples) or uniform "
+        "(each draw picks a corpus with equal probability, then its next sample in a seeded "
+        "order without replacement)."
+    ),
+]
+NeutralKeepOption = Annotated[
+    float,
+    typer.Option(
+        help="Keep this seeded fraction (0 < F <= 1) of the samples whose target emotion is "
+        "neutral (DailyDialog's 'no emotion') or explicitly empty."
+    ),
+]
+WarmupRatioOption = Annotated[
+    float, typer.Option(min=0.0, max=1.0, help="Share of the steps spent warming up.")
+]
+LoraROption = Annotated[int, typer.Option(min=1, help="LoRA rank.")]
+LoraAlphaOption = Annotated[int, typer.Option(min=1, help="LoRA scaling alpha.")]
+LoraDropoutOption = Annotated[
+    float, typer.Option(min=0.0, max=0.99, help="Dropout on the LoRA layers.")
+]
+CheckpointMinutesOption = Annotated[
+    float, typer.Option(help="Checkpoint at least this often (minutes).")
+]
+CheckpointStepsOption = Annotated[
+    int | None, typer.Option(min=1, help="Also checkpoint every this many steps.")
+]
+ThreadsOption = Annotated[
+    int | None, typer.Option(min=1, help="CPU threads for torch (default: all cores).")
+]
+CpuOption = Annotated[bool, typer.Option("--cpu", help="Train on the CPU even with a GPU.")]
+ValSamplesOption = Annotated[
+    int, typer.Option(min=0, help="val.jsonl samples scored at the end (0: none).")
+]
+GradientCheckpointingOption = Annotated[
+    bool,
+    typer.Option(
+        "--gradient-checkpointing", help="Recompute activations: far less memory, slower."
+    ),
+]
+Bf16Option = Annotated[
+    bool,
+    typer.Option(
+        "--bf16", help="bf16 mixed precision: faster on GPUs and CPUs with bf16 instructions."
+    ),
+]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Precision of the frozen base: fp32 (default), bf16 or fp16 (CUDA); the LoRA "
+        "stays fp32.",
+        show_default=False,
+    ),
+]
+QuantizeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="4bit: QLoRA, the base in NF4 with double quantization, computing in bf16 "
+        "(CUDA and bitsandbytes: the 'gpu' extra).",
+        show_default=False,
+    ),
+]
+GgufOption = Annotated[
+    bool, typer.Option("--gguf", help="Also write ADAPTER/adapter.gguf for llama.cpp.")
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
+
+
 @app.callback(invoke_without_command=True)
 def train(
     ctx: typer.Context,
-    samples: Annotated[
-        Path | None,
-        typer.Option(
-            help="Samples directory from `cogwm samples build` (train.jsonl).", show_default=False
-        ),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            help="Base model: a GGUF alias (smollm2, gemma3-270m), a .gguf file (dequantized "
-            "once and cached) or a transformers model directory.",
-            show_default=False,
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option(help="Adapter output directory.", show_default=False)
-    ] = None,
-    objective: Annotated[
-        str, typer.Option(help="joint (state + utterance) or utt-only (utterance spans only).")
-    ] = "joint",
-    epochs: Annotated[int, typer.Option(min=1, help="Passes over the training samples.")] = 1,
-    max_steps: Annotated[
-        int | None, typer.Option(min=1, help="Stop after this many steps (overrides --epochs).")
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")
-    ] = False,
-    state_weight: Annotated[
-        float, typer.Option(min=0.0, help="Loss weight of state tokens (utterance = 1).")
-    ] = 1.0,
-    lr: Annotated[float, typer.Option(help="Peak learning rate (AdamW).")] = 2e-4,
-    batch_tokens: Annotated[
-        int, typer.Option(min=16, help="Padded tokens per batch (length-bucketed batches).")
-    ] = 4096,
-    grad_accum: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Micro-batches per optimizer step: the effective batch is --batch-tokens x "
-            "this x processes.",
-        ),
-    ] = 1,
-    max_length: Annotated[
-        int, typer.Option(min=16, help="Samples longer than this (tokens) are left out.")
-    ] = 2048,
-    corpus_mix: Annotated[
-        str,
-        typer.Option(
-            help="proportional (each corpus as often as its share of the samples) or uniform "
-            "(each draw picks a corpus with equal probability, then its next sample in a seeded "
-            "order without replacement)."
-        ),
-    ] = "proportional",
-    neutral_keep: Annotated[
-        float,
-        typer.Option(
-            help="Keep this seeded fraction (0 < F <= 1) of the samples whose target emotion is "
-            "neutral (DailyDialog's 'no emotion') or explicitly empty."
-        ),
-    ] = 1.0,
-    warmup_ratio: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of the steps spent warming up.")
-    ] = 0.03,
-    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 16,
-    lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA scaling alpha.")] = 32,
-    lora_dropout: Annotated[
-        float, typer.Option(min=0.0, max=0.99, help="Dropout on the LoRA layers.")
-    ] = 0.05,
-    seed: Annotated[int, typer.Option(help="Seed of initialisation, dropout and data order.")] = 0,
-    checkpoint_minutes: Annotated[
-        float, typer.Option(help="Checkpoint at least this often (minutes).")
-    ] = 10.0,
-    checkpoint_steps: Annotated[
-        int | None, typer.Option(min=1, help="Also checkpoint every this many steps.")
-    ] = None,
-    threads: Annotated[
-        int | None, typer.Option(min=1, help="CPU threads for torch (default: all cores).")
-    ] = None,
-    cpu: Annotated[bool, typer.Option("--cpu", help="Train on the CPU even with a GPU.")] = False,
-    val_samples: Annotated[
-        int, typer.Option(min=0, help="val.jsonl samples scored at the end (0: none).")
-    ] = 128,
-    gradient_checkpointing: Annotated[
-        bool,
-        typer.Option(
-            "--gradient-checkpointing", help="Recompute activations: far less memory, slower."
-        ),
-    ] = False,
-    bf16: Annotated[
-        bool,
-        typer.Option(
-            "--bf16",
-            help="bf16 mixed precision: faster on GPUs and CPUs with bf16 instructions.",
-        ),
-    ] = False,
-    dtype: Annotated[
-        str | None,
-        typer.Option(
-            help="Precision of the frozen base: fp32 (default), bf16 or fp16 (CUDA); the LoRA "
-            "stays fp32.",
-            show_default=False,
-        ),
-    ] = None,
-    quantize: Annotated[
-        str | None,
-        typer.Option(
-            help="4bit: QLoRA, the base in NF4 with double quantization, computing in bf16 "
-            "(CUDA and bitsandbytes: the 'gpu' extra).",
-            show_default=False,
-        ),
-    ] = None,
-    gguf: Annotated[
-        bool, typer.Option("--gguf", help="Also write ADAPTER/adapter.gguf for llama.cpp.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the training card as JSON.")
-    ] = False,
+    samples: SamplesOption = None,
+    base: BaseOption = None,
+    out: AdapterOutOption = None,
+    objective: ObjectiveOption = "joint",
+    epochs: EpochsOption = 1,
+    max_steps: MaxStepsOption = None,
+    resume: ResumeOption = False,
+    state_weight: StateWeightOption = 1.0,
+    lr: LrOption = 2e-4,
+    batch_tokens: BatchTokensOption = 4096,
+    grad_accum: GradAccumOption = 1,
+    max_length: MaxLengthOption = 2048,
+    corpus_mix: CorpusMixOption = "proportional",
+    neutral_keep: NeutralKeepOption = 1.0,
+    warmup_ratio: WarmupRatioOption = 0.03,
+    lora_r: LoraROption = 16,
+    lora_alpha: LoraAlphaOption = 32,
+    lora_dropout: LoraDropoutOption = 0.05,
+    seed: SeedOption = 0,
+    checkpoint_minutes: CheckpointMinutesOption = 10.0,
+    checkpoint_steps: CheckpointStepsOption = None,
+    threads: ThreadsOption = None,
+    cpu: CpuOption = False,
+    val_samples: ValSamplesOption = 128,
+    gradient_checkpointing: GradientCheckpointingOption = False,
+    bf16: Bf16Option = False,
+    dtype: DtypeOption = None,
+    quantize: QuantizeOption = None,
+    gguf: GgufOption = False,
+    quiet: QuietOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Train a LoRA adapter of the world model (loss on target tokens only; resumable)."""
+    # Taken first, so that it holds the options only: they are named as TrainConfig's fields.
+    options = dict(locals())
     if ctx.invoked_subcommand is not None:
         return
     if samples is None or base is None or out is None:
@@ -156,10 +188,24 @@ def train(
     if objective not in ("joint", "utt-only"):
         raise ConfigError(f"--objective must be joint or utt-only, not {objective!r}")
     require_resumable(out, resume=resume)
-    from cogwm.simulator.train.config import BASE_DTYPES, QUANTIZE_MODES, TrainConfig
     from cogwm.simulator.train.loop import train as run
+
+    result = run(_train_config(options), resume=resume, show_progress=not quiet and not as_json)
+    if gguf:
+        _export(result.out, result.out / "adapter.gguf", result.base_dir, "f16", quiet=as_json)
+    if as_json:
+        print_json({k: v for k, v in result.card.items() if k != "loss_history"})
+        return
+    _print_card(result)
+
+
+def _train_config(options: dict[str, Any]) -> TrainConfig:
+    """The training configuration from the command's options, after checking the choices."""
+    from cogwm.simulator.train.config import BASE_DTYPES, QUANTIZE_MODES, TrainConfig
     from cogwm.simulator.train.mix import CORPUS_MIXES
 
+    corpus_mix, dtype, quantize = options["corpus_mix"], options["dtype"], options["quantize"]
+    neutral_keep = options["neutral_keep"]
     if corpus_mix not in CORPUS_MIXES:
         raise ConfigError(f"--corpus-mix must be {' or '.join(CORPUS_MIXES)}, not {corpus_mix!r}")
     if dtype is not None and dtype not in BASE_DTYPES:
@@ -168,42 +214,12 @@ def train(
         raise ConfigError(f"--quantize must be {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
     if not 0 < neutral_keep <= 1:  # NaN fails too
         raise ConfigError(f"--neutral-keep must be in (0, 1], not {neutral_keep:g}")
+    fields = {name: value for name, value in options.items() if name in TrainConfig.model_fields}
+    return TrainConfig(**fields)
 
-    config = TrainConfig(
-        samples=samples,
-        base=base,
-        out=out,
-        objective=objective,
-        epochs=epochs,
-        max_steps=max_steps,
-        state_weight=state_weight,
-        lr=lr,
-        batch_tokens=batch_tokens,
-        grad_accum=grad_accum,
-        max_length=max_length,
-        corpus_mix=corpus_mix,
-        neutral_keep=neutral_keep,
-        warmup_ratio=warmup_ratio,
-        lora_r=lora_r,
-        lora_alpha=lora_alpha,
-        lora_dropout=lora_dropout,
-        seed=seed,
-        checkpoint_minutes=checkpoint_minutes,
-        checkpoint_steps=checkpoint_steps,
-        threads=threads,
-        cpu=cpu,
-        gradient_checkpointing=gradient_checkpointing,
-        bf16=bf16,
-        dtype=dtype,
-        quantize=quantize,
-        val_samples=val_samples,
-    )
-    result = run(config, resume=resume, show_progress=not quiet and not as_json)
-    if gguf:
-        _export(result.out, result.out / "adapter.gguf", result.base_dir, "f16", quiet=as_json)
-    if as_json:
-        print_json({k: v for k, v in result.card.items() if k != "loss_history"})
-        return
+
+def _print_card(result: TrainResult) -> None:
+    """The training card in a few lines: steps, loss, speed, data seen, validation, address."""
     card = result.card
     resumed = f", resumed at step {result.resumed_from}" if result.resumed_from else ""
     console.print(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cogwm.cli.common import DataDirOption, err_console, print_json, resolve_data_dir
+from cogwm.cli.options import JsonOption, SeedOption
 from cogwm.errors import InputError
 
 
@@ -41,7 +42,7 @@ def train_transition(
     max_features: Annotated[
         int, typer.Option("--max-features", min=1, help="TF-IDF columns per text.")
     ] = 5000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the solvers.")] = 0,
+    seed: SeedOption = 0,
     pleasant_weight: Annotated[
         float,
         typer.Option(
@@ -50,9 +51,7 @@ def train_transition(
             "probability of pleasant labels instead of the valence head.",
         ),
     ] = 0.0,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the training summary as JSON.")
-    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Fit the transition model (next emotion and B/D/I from the agent's turn, the user's turn
     and the previous state) on the human labels of a samples directory's train split."""

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cogwm.cli.common import err_console
+from cogwm.cli.options import ResamplesOption, SeedOption
 
 
 def view(
@@ -20,8 +21,8 @@ def view(
     empty: Annotated[
         str, typer.Option(help="Empty B/D/I: 'zero' (paper) or 'carry' (last known value).")
     ] = "zero",
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 2000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    resamples: ResamplesOption = 2000,
+    seed: SeedOption = 0,
 ) -> None:
     """One HTML file that opens offline: leaderboard, tables, figures and every transcript."""
     from cogwm.errors import InputError

@@ -317,27 +317,14 @@ def build_samples(
         progress(f"reading {source.name}", 0, None)
         loaded.append(load_source(source, data_dir, limit))
     items = merge_sources(loaded)
-    by_corpus: dict[str, list[LabelledDialogue]] = defaultdict(list)
-    for item in items:
-        by_corpus[item.dialogue.corpus].append(item)
-    plans: dict[str, CorpusPlan] = {}
-    for corpus, its in sorted(by_corpus.items()):
-        progress(f"splitting {corpus}", 0, None)
-        plans[corpus] = plan_corpus(corpus, [i.dialogue for i in its], seed, data_dir)
+    plans = _plan_corpora(items, seed, data_dir, progress)
     tally = _Tally(seed)
     out.mkdir(parents=True, exist_ok=True)
     with _SplitFiles(out) as files:
         for done, item in enumerate(items, start=1):
             split = plans[item.dialogue.corpus].split_of(item.dialogue.id)
             if split is not None:
-                key = (item.dialogue.corpus, split)
-                tally.readings[key] += 1
-                tally.dialogues[key].add(base_id(item.dialogue.id))
-                for built in dialogue_samples(
-                    item, split, history_turns=history_turns, understand=understand
-                ):
-                    files.write(built.sample)
-                    tally.add(built.sample, built.fitted)
+                _write_dialogue(item, split, files, tally, history_turns, understand)
             progress("building samples", done, len(items))
     progress("measuring token lengths", 0, None)
     lengths = (count_tokens or token_lengths)(tally.reservoir)
@@ -348,6 +335,37 @@ def build_samples(
     manifest["modes"] = ["predict", "understand"] if understand else ["predict"]
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def _write_dialogue(
+    item: LabelledDialogue,
+    split: Split,
+    files: _SplitFiles,
+    tally: _Tally,
+    history_turns: int,
+    understand: bool,
+) -> None:
+    """Write one dialogue's samples to its split's file, counting it and them in ``tally``."""
+    key = (item.dialogue.corpus, split)
+    tally.readings[key] += 1
+    tally.dialogues[key].add(base_id(item.dialogue.id))
+    for built in dialogue_samples(item, split, history_turns=history_turns, understand=understand):
+        files.write(built.sample)
+        tally.add(built.sample, built.fitted)
+
+
+def _plan_corpora(
+    items: list[LabelledDialogue], seed: int, data_dir: Path | None, progress: Progress
+) -> dict[str, CorpusPlan]:
+    """Each corpus's split plan, over its dialogues among ``items``, corpora in name order."""
+    by_corpus: dict[str, list[LabelledDialogue]] = defaultdict(list)
+    for item in items:
+        by_corpus[item.dialogue.corpus].append(item)
+    plans: dict[str, CorpusPlan] = {}
+    for corpus, its in sorted(by_corpus.items()):
+        progress(f"splitting {corpus}", 0, None)
+        plans[corpus] = plan_corpus(corpus, [i.dialogue for i in its], seed, data_dir)
+    return plans
 
 
 class CorpusPlan(NamedTuple):

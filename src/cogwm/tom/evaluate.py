@@ -32,6 +32,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cogwm.errors import InputError
 from cogwm.models import Model
@@ -186,35 +187,106 @@ async def evaluate(
         InputError: The run already has answers and ``resume`` is false; an unknown history
             mode; ``full`` history for an item built without the session before its window.
     """
-    _check_history(items, history)
+    settings = {
+        "model": model.spec,
+        "condition": condition,
+        "seed": seed,
+        "teacher": teacher,
+        "masker": masker,
+        "prompt_version": PROMPT_VERSION,
+        "circular": circular,
+        "history": history,
+        "reasoning_tokens": reasoning_tokens,
+    }
+    run, done = _open_run(items, model, store, settings, resume=resume)
+    reasoning = _shown_reasoning(store, teacher, seed, masker)
+    summary = EvalSummary(run_id=run.run_id, history=history, reasoning_tokens=reasoning_tokens)
+    ask = _Asking(model, store, run, reasoning, summary)
+    await ask.all(items, done, circular=circular, concurrency=concurrency, on_progress=on_progress)
+    return summary
+
+
+@dataclass
+class _Asking:
+    """One evaluation run's asking: the subject, where answers go, the reasoning shown."""
+
+    model: Model
+    store: ToMStore
+    run: RunInfo
+    reasoning: dict[str, str] | None
+    summary: EvalSummary
+
+    async def all(
+        self,
+        items: Sequence[ToMItem],
+        done: set[str],
+        *,
+        circular: bool,
+        concurrency: int,
+        on_progress: Callable[[], None] | None,
+    ) -> None:
+        """Ask the items not answered yet, and (``circular``) the rotations of the
+        multiple-choice items not rotated yet; counts the skipped ones."""
+        limit = asyncio.Semaphore(concurrency)
+        already = self.store.rotated_ids(self.run.run_id) if circular else set()
+
+        def to_rotate(item: ToMItem) -> bool:
+            return circular and item.variant is not Variant.OPEN and item.id not in already
+
+        async def one(item: ToMItem) -> None:
+            async with limit:
+                args = (self.model, self.store, self.run, self.reasoning, self.summary)
+                if item.id not in done:
+                    await _answer(item, *args)
+                if to_rotate(item):
+                    await _rotations(item, *args)
+            if on_progress is not None:
+                on_progress()
+
+        todo = [i for i in items if i.id not in done or to_rotate(i)]
+        self.summary.skipped = len(items) - len(todo)
+        await asyncio.gather(*(one(i) for i in todo))
+
+
+def _open_run(
+    items: Sequence[ToMItem],
+    model: Model,
+    store: ToMStore,
+    settings: dict[str, Any],
+    *,
+    resume: bool,
+) -> tuple[RunInfo, set[str]]:
+    """Check ``settings``, store the items and the run (made or found), marked circular if
+    asked; the run and the ids of the items it has answered.
+
+    ``settings`` holds the run's recorded configuration: model, condition, seed, teacher,
+    masker, prompt_version, circular, history and reasoning_tokens.
+
+    Raises:
+        InputError: A bad history or reasoning budget; answers stored and ``resume`` false.
+    """
+    reasoning_tokens = settings["reasoning_tokens"]
+    _check_history(items, settings["history"])
     if reasoning_tokens is not None and reasoning_tokens < 1:
         raise InputError(f"the reasoning budget must be at least 1 token, got {reasoning_tokens}")
+    condition, seed = settings["condition"], settings["seed"]
     run = RunInfo(
         run_id_for(
-            model.identity, condition, seed, history=history, reasoning_tokens=reasoning_tokens
+            model.identity,
+            condition,
+            seed,
+            history=settings["history"],
+            reasoning_tokens=reasoning_tokens,
         ),
         model.spec,
         condition,
-        teacher,
+        settings["teacher"],
         seed,
         PROMPT_VERSION,
     )
     store.put_items(items)
-    store.ensure_run(
-        run,
-        {
-            "model": model.spec,
-            "condition": condition,
-            "seed": seed,
-            "teacher": teacher,
-            "masker": masker,
-            "prompt_version": PROMPT_VERSION,
-            "circular": circular,
-            "history": history,
-            "reasoning_tokens": reasoning_tokens,
-        },
-    )
-    if circular:
+    store.ensure_run(run, settings)
+    if settings["circular"]:
         store.mark_circular(run.run_id)
     done = store.answered_ids(run.run_id)
     if done and not resume:
@@ -222,29 +294,7 @@ async def evaluate(
             f"run {run.run_id} ({model.spec}, {condition}, seed {seed}) already has {len(done)} "
             f"answers in {store.path}; pass --resume to continue it"
         )
-    reasoning = _shown_reasoning(store, teacher, seed, masker)
-    summary = EvalSummary(run_id=run.run_id, history=history, reasoning_tokens=reasoning_tokens)
-    limit = asyncio.Semaphore(concurrency)
-
-    rotated = store.rotated_ids(run.run_id) if circular else set()
-
-    async def one(item: ToMItem) -> None:
-        async with limit:
-            if item.id not in done:
-                await _answer(item, model, store, run, reasoning, summary)
-            if circular and item.id not in rotated and item.variant is not Variant.OPEN:
-                await _rotations(item, model, store, run, reasoning, summary)
-        if on_progress is not None:
-            on_progress()
-
-    todo = [
-        i
-        for i in items
-        if i.id not in done or (circular and i.variant is not Variant.OPEN and i.id not in rotated)
-    ]
-    summary.skipped = len(items) - len(todo)
-    await asyncio.gather(*(one(i) for i in todo))
-    return summary
+    return run, done
 
 
 async def _answer(

@@ -237,6 +237,18 @@ def _board_row(arm: ArmRow) -> dict[str, Any]:
 def create_app(config: ServerConfig) -> Starlette:
     """The web app for ``config``."""
     state = State(config)
+    app = Starlette(
+        routes=[*_report_routes(state), *_play_routes(state)],
+        middleware=[Middleware(Guard, state=state)],
+        exception_handlers={CogwmError: _on_error, ModelCallError: _on_model_error},
+    )
+    app.state.cogwm = state
+    return app
+
+
+def _report_routes(state: State) -> list[Route]:
+    """The pages of the runs: the index, a run's report, its live page and progress."""
+    config = state.config
 
     async def index(request: Request) -> Response:
         runs = [_run_summary(p, i) for i, p in enumerate(config.stores) if p.is_file()]
@@ -252,6 +264,18 @@ def create_app(config: ServerConfig) -> Starlette:
 
     async def live_data(request: Request) -> Response:
         return JSONResponse(progress(state.store(int(request.path_params["index"]))))
+
+    return [
+        Route("/", index),
+        Route("/runs/{index:int}", run_page),
+        Route("/runs/{index:int}/live", live_page),
+        Route("/api/runs/{index:int}/progress", live_data),
+    ]
+
+
+def _play_routes(state: State) -> list[Route]:
+    """The play page and its API: start a dialogue, say a turn, end it."""
+    config = state.config
 
     async def play_page(request: Request) -> Response:
         choices = {
@@ -299,30 +323,21 @@ def create_app(config: ServerConfig) -> Starlette:
         session.finish()
         return JSONResponse(session.view())
 
-    async def on_error(request: Request, exc: Exception) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=400)
-
-    async def on_model_error(request: Request, exc: Exception) -> Response:
-        # The simulator's call failed for good (after retries): the dialogue can go on.
-        return JSONResponse({"error": f"the simulator failed: {exc}"}, status_code=502)
-
-    routes = [
-        Route("/", index),
-        Route("/runs/{index:int}", run_page),
-        Route("/runs/{index:int}/live", live_page),
-        Route("/api/runs/{index:int}/progress", live_data),
+    return [
         Route("/play", play_page),
         Route("/api/play", play_start, methods=["POST"]),
         Route("/api/play/{sid}/turn", play_turn, methods=["POST"]),
         Route("/api/play/{sid}/end", play_end, methods=["POST"]),
     ]
-    app = Starlette(
-        routes=routes,
-        middleware=[Middleware(Guard, state=state)],
-        exception_handlers={CogwmError: on_error, ModelCallError: on_model_error},
-    )
-    app.state.cogwm = state
-    return app
+
+
+async def _on_error(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": str(exc)}, status_code=400)
+
+
+async def _on_model_error(request: Request, exc: Exception) -> Response:
+    # The simulator's call failed for good (after retries): the dialogue can go on.
+    return JSONResponse({"error": f"the simulator failed: {exc}"}, status_code=502)
 
 
 async def _json(request: Request) -> dict[str, Any]:
