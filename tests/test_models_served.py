@@ -144,3 +144,37 @@ def test_a_resumed_run_refuses_results_of_other_served_weights(tmp_path: Path) -
             _run(db, raw, resume=True)
         forced = _run(db, raw, resume=True, force=True)
         assert forced.stale == forced.planned  # every old conversation is run again
+
+
+def test_the_command_resumes_a_run_on_a_server_that_lists_its_weights(tmp_path: Path) -> None:
+    # Catches: `arena run --resume` checking the stored config hash before asking the servers
+    # which weights they serve, so every resumed run on such a server was refused as changed.
+    from helpers_cli import cogwm
+
+    with server() as (url, _):
+        config = tmp_path / "arena.toml"
+        config.write_text(
+            f"""
+name = "served"
+seed = 3
+tasks = ["ESC"]
+dialogues_per_task = 1
+max_rounds = 4
+intent_from_round = 4
+
+[simulator]
+model = "openai:qwen"
+options = {{ base_url = "{url}", modes = ["json_schema"], logprobs = false }}
+
+[[agents]]
+name = "warm"
+model = "openai:qwen"
+options = {{ base_url = "{url}", modes = ["json_schema"], logprobs = false }}
+""",
+            encoding="utf-8",
+        )
+        db = tmp_path / "runs.sqlite"
+        run = ("arena", "run", config, "--db", db, "--no-progress", "--no-preflight")
+        assert cogwm(*run) == 0
+        new_process()
+        assert cogwm(*run, "--resume") == 0

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from cogwm.arena.budget import Estimate
-    from cogwm.arena.config import ArenaConfig
+    from cogwm.arena.config import ArenaConfig, ServedModels
     from cogwm.arena.failures import FailureCause
     from cogwm.arena.runner import RunSummary
     from cogwm.arena.units import Shard
@@ -115,11 +115,25 @@ def run_command(
     if network_preflight:
         preflight_network(config)
     created = not db.exists()
-    # A refused run is decided on a read-only store, so it changes no byte of it.
-    refuse_opening(config, stored_run(db), db, resume=resume, force=force, shard=parsed_shard)
+    # A refused run is decided on a read-only store, so it changes no byte of it. The stored
+    # hash names the weights each `openai:` server reported, so a resumed run asks them first.
+    stored = stored_run(db)
+    served = _served_models(config) if stored is not None and resume else None
+    refuse_opening(
+        config, stored, db, resume=resume, force=force, shard=parsed_shard, served=served
+    )
     run = _RunOptions(resume, force, parsed_shard, progress, budget if budget.capped else None)
     summary, causes = _run_in_store(config, db, run, created=created)
     _print_outcome(summary, causes, db, as_json=as_json)
+
+
+def _served_models(config: ArenaConfig) -> ServedModels:
+    """The model ids the config's ``openai:`` servers report (each server asked once per
+    process, so the run itself does not ask again)."""
+    from cogwm.arena.digests import ask_served_models
+    from cogwm.models import load
+
+    return asyncio.run(ask_served_models(config, load))
 
 
 class _RunOptions(NamedTuple):
