@@ -89,6 +89,41 @@ def train(
             "neutral (DailyDialog's 'no emotion') or explicitly empty."
         ),
     ] = 1.0,
+    state_dropout: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Seeded share of the samples whose prompt withholds the start and previous "
+            "states ('not shown'), so the model must read the turns.",
+        ),
+    ] = 0.0,
+    state_corruption: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Seeded share of the samples whose prompt shows another sample's states (same "
+            "task) instead of their own.",
+        ),
+    ] = 0.0,
+    change_weight: Annotated[
+        float,
+        typer.Option(
+            help="Multiplies the loss weight of the state tokens of the fields whose gold "
+            "differs from the previous state shown.",
+        ),
+    ] = 1.0,
+    change_share: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of the draws taken from the samples whose gold state differs from the "
+            "previous state shown (default: as the pool has them).",
+            show_default=False,
+        ),
+    ] = None,
     warmup_ratio: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Share of the steps spent warming up.")
     ] = 0.03,
@@ -168,6 +203,10 @@ def train(
         raise ConfigError(f"--quantize must be {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
     if not 0 < neutral_keep <= 1:  # NaN fails too
         raise ConfigError(f"--neutral-keep must be in (0, 1], not {neutral_keep:g}")
+    if not change_weight > 0:  # NaN fails too
+        raise ConfigError(f"--change-weight must be above 0, not {change_weight:g}")
+    if state_dropout + state_corruption > 1:
+        raise ConfigError("--state-dropout plus --state-corruption must not exceed 1")
 
     config = TrainConfig(
         samples=samples,
@@ -183,6 +222,10 @@ def train(
         max_length=max_length,
         corpus_mix=corpus_mix,
         neutral_keep=neutral_keep,
+        state_dropout=state_dropout,
+        state_corruption=state_corruption,
+        change_weight=change_weight,
+        change_share=change_share,
         warmup_ratio=warmup_ratio,
         lora_r=lora_r,
         lora_alpha=lora_alpha,
