@@ -42,18 +42,19 @@ from cogwm.simulator.train.states import (
     state_view,
     task_group,
 )
+from helpers_cli import cogwm
 from helpers_train import make_tiny_base
 
 HUMAN = Origin(source=Source.HUMAN, rule="t.1", exact=True)
 EMOTIONS = ("anxiety", "anxiety", "sadness", "hope", "sadness")
 
 
-def _state(number: int, turn: int) -> PartialState:
+def _state(corpus: str, number: int, turn: int) -> PartialState:
     """Emotion cycling through :data:`EMOTIONS` (so some turns repeat, some change), and an
     intention that changes every other turn."""
     step = number + turn // 2
     label = EMOTIONS[step % len(EMOTIONS)]
-    intention = StateItem(text=f"plan {(step + 1) // 2}", score=1.0)
+    intention = StateItem(text=f"{corpus} plan {(step + 1) // 2}", score=1.0)
     return PartialState(
         emotion=EmotionField(
             kind=FieldKind.VALUE, value=Emotion(label=label, intensity=2), origin=HUMAN
@@ -69,7 +70,7 @@ def _dialogue(corpus: str, number: int, user_turns: int = 4) -> LabelledDialogue
         text = f"{'agent' if i % 2 == 0 else 'user'} line {number}.{i}"
         utterances.append(Utterance(index=i, speaker=role.value, role=role, text=text))
     dialogue = Dialogue(id=f"{corpus}:{number}", corpus=corpus, utterances=utterances)
-    states = {i: _state(number, i) for i in range(1, 2 * user_turns, 2)}
+    states = {i: _state(corpus, number, i) for i in range(1, 2 * user_turns, 2)}
     return LabelledDialogue(dialogue=dialogue, states=states)
 
 
@@ -298,3 +299,34 @@ def test_the_options_enter_the_run_hash_only_when_set():
             samples=Path("s"), base="b", out=Path("o"), state_dropout=0.6, state_corruption=0.5
         )
     assert StateOptions().key() == "" and StateOptions(dropout=0.1).key()
+
+
+# ---------------------------------------------------------------------------- the command
+
+
+def test_a_run_with_the_options_records_them_and_what_it_drew(samples_dir, base, tmp_path, capsys):
+    # Catches: options that never reach the run (card), or a card that hides what was drawn.
+    out = tmp_path / "adapter"
+    options = ["--state-dropout", "0.5", "--state-corruption", "0.25", "--change-weight", "2",
+               "--change-share", "0.5"]  # fmt: skip
+    common = ["train", "--samples", samples_dir, "--base", base, "--max-steps", "4",
+              "--batch-tokens", "800", "--threads", "1", "--quiet",
+              "--val-samples", "0"]  # fmt: skip
+    assert cogwm(*common, "--out", out, *options) == 0, capsys.readouterr().err
+    card = json.loads((out / "training_card.json").read_text())
+    hyper = card["hyperparameters"]
+    assert (hyper["state_dropout"], hyper["state_corruption"]) == (0.5, 0.25)
+    assert (hyper["change_weight"], hyper["change_share"]) == (2.0, 0.5)
+    data = card["data"]
+    assert sum(data["state_views"].values()) == data["samples_used"]
+    assert data["state_views"]["hidden"] and data["state_views"]["corrupted"]
+    assert data["seen"]["change_share"] is not None and data["pool"]["change_share"] is not None
+    capsys.readouterr()
+    for bad, name in (
+        (["--state-dropout", "0.7", "--state-corruption", "0.5"], "--state-corruption"),
+        (["--change-weight", "0"], "--change-weight"),
+        (["--change-share", "1.5"], "--change-share"),
+    ):
+        assert cogwm(*common, "--out", tmp_path / name, *bad) == 2
+        err = capsys.readouterr().err
+        assert name in err and len(err.strip().splitlines()) == 1, err
