@@ -330,3 +330,31 @@ def test_a_run_with_the_options_records_them_and_what_it_drew(samples_dir, base,
         assert cogwm(*common, "--out", tmp_path / name, *bad) == 2
         err = capsys.readouterr().err
         assert name in err and len(err.strip().splitlines()) == 1, err
+
+
+# ---------------------------------------------------------------------------- FailedESConv
+
+
+def test_failedesconv_samples_never_reach_the_known_groups_half(real_data_dir, tmp_path, capsys):
+    # Catches: a held-out FailedESConv dialogue (scored by the known-groups check) in train or
+    # val, or a hold-out smaller than half the corpus.
+    from cogwm.annotate.human import labelled_dialogues
+    from cogwm.simulator.splits import base_id, failed_esconv_holdout
+    from cogwm.validate.items import held_out, heldout_from_manifest
+
+    out = tmp_path / "samples"
+    code = cogwm("samples", "build", "--human", "failedesconv", "--data-dir", real_data_dir,
+                 "--out", out, "--json")  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    trained = {
+        json.loads(line)["dialogue_id"]
+        for split in ("train", "val")
+        for line in (out / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    labelled = list(labelled_dialogues("failed_esconv", real_data_dir))
+    scored, _ = held_out("failed_esconv", labelled, heldout_from_manifest(out / "manifest.json"))
+    scored_ids = {base_id(item.dialogue.id) for item in scored}
+    assert trained and len(scored_ids) >= len(labelled) / 2
+    assert not {base_id(i) for i in trained} & scored_ids
+    held = set(failed_esconv_holdout([item.dialogue for item in labelled], 0))
+    assert held <= scored_ids
