@@ -358,3 +358,42 @@ def test_failedesconv_samples_never_reach_the_known_groups_half(real_data_dir, t
     assert not {base_id(i) for i in trained} & scored_ids
     held = set(failed_esconv_holdout([item.dialogue for item in labelled], 0))
     assert held <= scored_ids
+
+
+def test_the_readme_candidate_run_parses_with_the_options_set():
+    # Catches: a documented option cogwm train does not have, or a value it refuses.
+    import shlex
+
+    import typer
+
+    from cogwm.cli.train import app as train_app
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    text = readme.read_text(encoding="utf-8").replace("\\\n", " ")
+    lines = [
+        x for x in text.splitlines() if x.startswith("cogwm train ") and "--change-share 0" in x
+    ]
+    assert len(lines) == 1
+    command = typer.main.get_command(train_app)
+    context = command.make_context("train", shlex.split(lines[0])[2:])
+    params = {k: v for k, v in context.params.items() if k in TrainConfig.model_fields}
+    config = TrainConfig(**params)
+    assert config.state_dropout > 0 and config.state_corruption > 0
+    assert config.change_weight != 1 and config.change_share is not None
+
+
+def test_simulate_shows_a_trained_on_prompt_with_the_states_hidden():
+    # Catches: an inference switch whose prompt differs from the one state dropout trains on,
+    # or from the one WorldModelInput(states_hidden=True) builds.
+    from cogwm.simulator.samples import turn_inputs
+    from cogwm.simulator.simulate import ablated_messages
+    from cogwm.simulator.train.states import hide_states
+
+    item = _dialogue("esconv", 0)
+    task = task_for_corpus("esconv")
+    samples = [b.sample for b in dialogue_samples(item, "train")]
+    for sample, turn in zip(samples, turn_inputs(item, task=task), strict=True):
+        hidden = ablated_messages(sample, "states_hidden")
+        assert hidden == hide_states(sample).messages
+        built = turn.input.model_copy(update={"states_hidden": True})
+        assert hidden == build_messages(built, task)
