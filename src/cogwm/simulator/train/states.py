@@ -7,9 +7,11 @@ training options counter that (both off by default, so samples train exactly as 
   shows :data:`~cogwm.simulator.format.STATES_HIDDEN_LINE` instead of its start and previous
   states, and a further share C shows the states part of another sample of the same task. The
   choice is ``sha256("<seed>:state-view:<sample id>")`` read as a fraction u of 2^64: hidden when
-  u < P, corrupted when P <= u < P + C. The donor of a corrupted sample is the first sample,
-  counting from a seeded start in the task's samples (file order), whose states part is not
-  empty and differs from the sample's own.
+  u < P, corrupted when P <= u < P + C. The donor of a corrupted sample is the first of the
+  task's samples drawn at ``sha256("<seed>:state-donor:<sample id>:<try>")`` (try 0, 1, ...)
+  whose states part is not empty and differs from the sample's own; when none of
+  :data:`DONOR_TRIES` tries finds one (a task whose samples show no state), the states are
+  hidden instead.
 - **Change items** (``--change-weight W``, ``--change-share S``): a state field of the target
   *changes* when the sample's prompt shows a previous state and the field's gold value, written
   as the prompt writes states, differs from that state's. Fields the source does not know never
@@ -32,6 +34,8 @@ from cogwm.simulator.format import PREVIOUS_STATE_PREFIX, STATES_HIDDEN_LINE, sp
 from cogwm.simulator.samples import Sample, task_for_corpus
 
 StateView = Literal["shown", "hidden", "corrupted"]
+#: Samples a corrupted sample looks at for a donor (each is read from the file).
+DONOR_TRIES = 64
 #: How :func:`~cogwm.simulator.format.describe_state` separates the fields of a state.
 _FIELD_PARTS = re.compile(r" \| (?=(?:beliefs|desires|intentions): )")
 
@@ -123,12 +127,10 @@ def _previous_parts(states: str) -> dict[str, str] | None:
     if line is None:
         return None
     text = line[len(PREVIOUS_STATE_PREFIX) :]
-    parts = {} if text == "none" else {p.split(" ", 1)[0].rstrip(":"): p for p in _split(text)}
-    return parts
-
-
-def _split(text: str) -> list[str]:
-    return _FIELD_PARTS.split(text)
+    if text == "none":
+        return {}
+    # Each part starts with its field's name: "emotion sad 2", "beliefs: ...".
+    return {part.split(" ", 1)[0].rstrip(":"): part for part in _FIELD_PARTS.split(text)}
 
 
 def _differs(field: str, gold: Any, previous: str | None) -> bool:
@@ -202,13 +204,14 @@ class TrainingView:
         return sample, boosted
 
     def donor_states(self, sample: Sample) -> str:
-        """The states part of another sample of the same task (hidden when none has one)."""
+        """The states part of another sample of the same task (hidden when none of the
+        :data:`DONOR_TRIES` looked at has one)."""
         own = shown_states(sample)
         group = self.donors.get(task_group(sample.corpus), [])
-        digest = hashlib.sha256(f"{self.options.seed}:state-donor:{sample.id}".encode()).digest()
-        first = int.from_bytes(digest[:8], "big") % max(1, len(group))
-        for step in range(len(group)):
-            states = shown_states(self.read(group[(first + step) % len(group)]))
+        for attempt in range(DONOR_TRIES if group else 0):
+            key = f"{self.options.seed}:state-donor:{sample.id}:{attempt}"
+            digest = hashlib.sha256(key.encode()).digest()
+            states = shown_states(self.read(group[int.from_bytes(digest[:8], "big") % len(group)]))
             if states and states != own and states != STATES_HIDDEN_LINE:
                 return states
         return STATES_HIDDEN_LINE
