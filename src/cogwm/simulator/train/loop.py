@@ -1,7 +1,9 @@
 """The training run: LoRA with AdamW and a linear warmup/decay, checkpointed and resumable.
 
 The run is a pure function of its configuration and data: the batch order comes from the seed,
-``--corpus-mix`` and ``--neutral-keep`` (:mod:`cogwm.simulator.train.mix`), and a checkpoint
+``--corpus-mix``, ``--neutral-keep`` and ``--change-share`` (:mod:`cogwm.simulator.train.mix`),
+what each sample shows from the seed and its id (``--state-dropout``, ``--state-corruption``:
+:mod:`cogwm.simulator.train.states`), and a checkpoint
 holds the LoRA weights, the optimizer and scheduler states, the random generators and the step
 (the batches are planned again from the seed on resume), so a run killed at any moment and
 resumed ends with the same weights as one that was never interrupted (on one process; with
