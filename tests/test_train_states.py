@@ -397,3 +397,20 @@ def test_simulate_shows_a_trained_on_prompt_with_the_states_hidden():
         assert hidden == hide_states(sample).messages
         built = turn.input.model_copy(update={"states_hidden": True})
         assert hidden == build_messages(built, task)
+
+
+def test_the_same_options_and_seed_train_the_same_weights(samples_dir, base, tmp_path, capsys):
+    # Catches: a state view or donor that depends on anything but the seed and the sample ids
+    # (dict order, the encoding cache, the time), which would also break resuming.
+    from safetensors.torch import load_file
+
+    args = ["train", "--samples", samples_dir, "--base", base, "--max-steps", "3",
+            "--batch-tokens", "800", "--threads", "1", "--quiet", "--val-samples", "0",
+            "--state-dropout", "0.3", "--state-corruption", "0.3", "--change-weight", "3",
+            "--change-share", "0.7", "--seed", "5"]  # fmt: skip
+    weights = []
+    for name in ("a", "b"):
+        assert cogwm(*args, "--out", tmp_path / name) == 0, capsys.readouterr().err
+        weights.append(load_file(str(tmp_path / name / "adapter_model.safetensors")))
+    assert weights[0].keys() == weights[1].keys()
+    assert all(weights[0][k].equal(weights[1][k]) for k in weights[0])
