@@ -170,7 +170,12 @@ def test_mix_counts_report_corpora_and_the_no_emotion_share():
         "by_corpus": {"dailydialog": 3, "esconv": 2},
         "no_emotion": 3,  # positions 0, 0 and 8 (esconv:0)
         "no_emotion_share": 0.6,
+        "change": 0,
+        "change_share": None,  # an index without change flags
     }
+    index.changed.extend(i % 3 == 0 for i in range(len(index)))
+    counts = mix_counts(index, [0, 0, 1, 8, 9])
+    assert (counts["change"], counts["change_share"]) == (3, 0.6)  # positions 0, 0 and 9
 
 
 def test_the_data_options_are_part_of_the_run_hash():

@@ -88,6 +88,41 @@ NeutralKeepOption = Annotated[
         "neutral (DailyDialog's 'no emotion') or explicitly empty."
     ),
 ]
+StateDropoutOption = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Seeded share of the samples whose prompt withholds the start and previous "
+        "states ('not shown'), so the model must read the turns.",
+    ),
+]
+StateCorruptionOption = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Seeded share of the samples whose prompt shows another sample's states (same "
+        "task) instead of their own.",
+    ),
+]
+ChangeWeightOption = Annotated[
+    float,
+    typer.Option(
+        help="Multiplies the loss weight of the state tokens of the fields whose gold "
+        "differs from the previous state shown.",
+    ),
+]
+ChangeShareOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Share of the draws taken from the samples whose gold state differs from the "
+        "previous state shown (default: as the pool has them).",
+        show_default=False,
+    ),
+]
 WarmupRatioOption = Annotated[
     float, typer.Option(min=0.0, max=1.0, help="Share of the steps spent warming up.")
 ]
@@ -160,6 +195,10 @@ def train(
     max_length: MaxLengthOption = 2048,
     corpus_mix: CorpusMixOption = "proportional",
     neutral_keep: NeutralKeepOption = 1.0,
+    state_dropout: StateDropoutOption = 0.0,
+    state_corruption: StateCorruptionOption = 0.0,
+    change_weight: ChangeWeightOption = 1.0,
+    change_share: ChangeShareOption = None,
     warmup_ratio: WarmupRatioOption = 0.03,
     lora_r: LoraROption = 16,
     lora_alpha: LoraAlphaOption = 32,
@@ -214,6 +253,11 @@ def _train_config(options: dict[str, Any]) -> TrainConfig:
         raise ConfigError(f"--quantize must be {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
     if not 0 < neutral_keep <= 1:  # NaN fails too
         raise ConfigError(f"--neutral-keep must be in (0, 1], not {neutral_keep:g}")
+    change_weight, dropout = options["change_weight"], options["state_dropout"]
+    if not change_weight > 0:  # NaN fails too
+        raise ConfigError(f"--change-weight must be above 0, not {change_weight:g}")
+    if dropout + options["state_corruption"] > 1:
+        raise ConfigError("--state-dropout plus --state-corruption must not exceed 1")
     fields = {name: value for name, value in options.items() if name in TrainConfig.model_fields}
     return TrainConfig(**fields)
 

@@ -107,8 +107,14 @@ def check_out_dir(out: Path, *, force: bool) -> None:
         raise InputError(f"--out {out}: directory is not empty (pass --force to overwrite)")
 
 
+#: Names of human-label corpora that the corpora registry does not know (FailedESConv is read
+#: from the ESConv release, not registered as a corpus of its own).
+_HUMAN_ALIASES = {"failedesconv": "failed_esconv"}
+
+
 def human_corpus(corpus: str) -> str:
-    """The canonical name of a corpus with human labels (aliases allowed, e.g. ``p4g``).
+    """The canonical name of a corpus with human labels (aliases allowed, e.g. ``p4g``,
+    ``failedesconv``).
 
     Raises:
         InputError: No human-label mapping for that corpus.
@@ -116,7 +122,8 @@ def human_corpus(corpus: str) -> str:
     from cogwm import corpora
     from cogwm.annotate.human import names
 
-    key = corpus.strip().lower()
+    key = corpus.strip().lower().replace("-", "_")
+    key = _HUMAN_ALIASES.get(key, key)
     if key not in names():
         with contextlib.suppress(InputError):
             key = corpora.get(key).name

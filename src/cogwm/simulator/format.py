@@ -95,6 +95,12 @@ _NO_HISTORY = "(nothing said yet)"
 #: How the states part of a user message starts each state line (see :func:`states_text`).
 START_STATE_PREFIX = "Your state at the start: "
 PREVIOUS_STATE_PREFIX = "Your state before this: "
+#: The states part of a prompt whose start and previous states are withheld: the simulator
+#: must read the user's state from the conversation (state dropout in training; an input that
+#: sets ``states_hidden``).
+STATES_HIDDEN_LINE = "Your earlier states are not shown.\n"
+#: How every line of the states part starts (see :func:`split_states`).
+STATE_LINE_STARTS = (START_STATE_PREFIX, PREVIOUS_STATE_PREFIX, STATES_HIDDEN_LINE.rstrip("\n"))
 #: How the system message starts the profile line (see :func:`system_message`).
 PROFILE_PREFIX = "Your profile: "
 
@@ -130,6 +136,11 @@ class WorldModelInput(Record):
     initial_state: CognitiveState | None = None
     history: list[tuple[SpeakerRole, str]] = Field(default_factory=list)
     previous_state: CognitiveState | None = None
+    states_hidden: bool = Field(
+        default=False,
+        description="Withhold the initial and previous states: the prompt says they are not "
+        "shown (see STATES_HIDDEN_LINE).",
+    )
     mode: Mode = "predict"
 
 
@@ -148,7 +159,7 @@ def build_messages(inp: WorldModelInput, task: TaskSpec) -> list[Message]:
             task,
             history=inp.history,
             mode=inp.mode,
-            states=states_text(inp.initial_state, inp.previous_state),
+            states=states_text(inp.initial_state, inp.previous_state, hidden=inp.states_hidden),
         ),
     ]
 
@@ -205,6 +216,8 @@ def states_text(
     initial: CognitiveState | None,
     previous: CognitiveState | None,
     describe: Callable[[CognitiveState], str] | None = None,
+    *,
+    hidden: bool = False,
 ) -> str:
     """The states part of the simulator's user message: the start state and the previous one.
 
@@ -213,7 +226,10 @@ def states_text(
         previous: The latest state (None before the first one).
         describe: How a state is written (default :func:`describe_state`; a caller may pass a
             memoised one, as the text of a state never changes).
+        hidden: Withhold both states: the part is :data:`STATES_HIDDEN_LINE` whatever they are.
     """
+    if hidden:
+        return STATES_HIDDEN_LINE
     describe = describe or describe_state
     lines = []
     # The start state is shown only while it differs from the previous one (saves tokens on the
@@ -223,6 +239,23 @@ def states_text(
     if previous is not None:
         lines.append(f"{PREVIOUS_STATE_PREFIX}{describe(previous)}\n")
     return "".join(lines)
+
+
+def split_states(user: str) -> tuple[str, str, str]:
+    """A rendered user message cut round its states part: ``(before, states, instruction)``.
+
+    The states lines (:data:`STATE_LINE_STARTS`) sit just before the closing instruction, the
+    last line; ``before + states + instruction`` is the message again. ``states`` is empty when
+    the message shows none (the user's first turn).
+    """
+    lines = user.split("\n")
+    end = len(lines) - 1
+    start = end
+    while start > 0 and lines[start - 1].startswith(STATE_LINE_STARTS):
+        start -= 1
+    before = "".join(line + "\n" for line in lines[:start])
+    states = "".join(line + "\n" for line in lines[start:end])
+    return before, states, lines[end]
 
 
 def render_history(history: Sequence[tuple[str, str]], task: TaskSpec) -> str:

@@ -13,7 +13,9 @@ without the part:
 - ``no_profile``: the profile line of the system message is left out;
 - ``no_previous_state``: the user message shows no previous state (the start state is shown
   whenever one exists, as :func:`~cogwm.simulator.format.states_text` shows it without a
-  previous state).
+  previous state);
+- ``states_hidden``: the states lines become ``STATES_HIDDEN_LINE``, as a prompt built with
+  ``WorldModelInput(states_hidden=True)`` shows them (the training's state dropout).
 
 One JSON line per prediction (the fidelity file's record plus the run's settings)::
 
@@ -42,7 +44,9 @@ from cogwm.simulator.format import (
     PREVIOUS_STATE_PREFIX,
     PROFILE_PREFIX,
     START_STATE_PREFIX,
+    STATES_HIDDEN_LINE,
     Mode,
+    split_states,
     task_output_models,
     to_state,
 )
@@ -53,6 +57,7 @@ SAMPLE_ABLATIONS: dict[str, str] = {
     "none": "the full input",
     "no_profile": "without the profile",
     "no_previous_state": "without the previous state",
+    "states_hidden": "with the start and previous states withheld ('not shown')",
 }
 #: Output budget per call: a state and utterance stay under ~220 tokens in the format.
 MAX_TOKENS = 300
@@ -128,6 +133,9 @@ def ablated_messages(sample: Sample, ablation: str) -> list[Message]:
             content = _without_profile(content)
         elif ablation == "no_previous_state" and message.role == "user":
             content = _without_previous_state(content)
+        elif ablation == "states_hidden" and message.role == "user":
+            before, _, instruction = split_states(content)
+            content = before + STATES_HIDDEN_LINE + instruction
         out.append(message.model_copy(update={"content": content}))
     return out
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogwm.simulator.train.data import Objective
 from cogwm.simulator.train.mix import DATA_ORDER, CorpusMix
@@ -20,7 +20,14 @@ Quantize = Literal["4bit"]
 QUANTIZE_MODES: tuple[Quantize, ...] = ("4bit",)
 #: Settings added after runs were checkpointed with them absent: left out of the run hash while
 #: at their default, so such a checkpoint still resumes.
-_HASHED_ONLY_IF_SET = {"grad_accum": 1, "quantize": None}
+_HASHED_ONLY_IF_SET = {
+    "grad_accum": 1,
+    "quantize": None,
+    "state_dropout": 0.0,
+    "state_corruption": 0.0,
+    "change_weight": 1.0,
+    "change_share": None,
+}
 
 
 class TrainConfig(BaseModel):
@@ -61,6 +68,33 @@ class TrainConfig(BaseModel):
         description="Seeded fraction of the no-emotion samples (target emotion neutral or "
         "explicitly empty) kept in the pool.",
     )
+    state_dropout: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Seeded share of the samples whose prompt withholds the start and previous "
+        "states (see cogwm.simulator.train.states).",
+    )
+    state_corruption: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Seeded share of the samples whose prompt shows the states of another "
+        "sample of the same task instead of their own.",
+    )
+    change_weight: float = Field(
+        default=1.0,
+        gt=0,
+        description="Multiplies the loss weight of the state tokens of the fields whose gold "
+        "differs from the previous state shown.",
+    )
+    change_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the draws taken from the samples whose gold state differs from "
+        "the previous state shown (default: as the pool has them).",
+    )
     lora_r: int = Field(default=16, ge=1)
     lora_alpha: int = Field(default=32, ge=1)
     lora_dropout: float = Field(default=0.05, ge=0, lt=1)
@@ -92,6 +126,12 @@ class TrainConfig(BaseModel):
     threads: int | None = Field(
         default=None, ge=1, description="torch CPU threads (default: torch's, all cores)."
     )
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> TrainConfig:
+        if self.state_dropout + self.state_corruption > 1:
+            raise ValueError("--state-dropout plus --state-corruption must not exceed 1")
+        return self
 
     def run_hash(self, manifest: str) -> str:
         """What a resumed run must share with the interrupted one: data and hyper-parameters.

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +25,8 @@ from cogwm.errors import InputError
 from cogwm.simulator.samples import Sample, parse_sample, read_samples
 
 SPAN_KINDS = ("state", "utterance", "syntax", "unknown")
+#: The kind of the state chars inside a changed field's range (``--change-weight``).
+CHANGED = "changed"
 Objective = Literal["joint", "utt-only"]
 
 
@@ -55,11 +57,22 @@ def manifest_hash(samples_dir: Path) -> str:
     return hashlib.sha256(source.read_bytes()).hexdigest()
 
 
-def span_weights(objective: Objective, state_weight: float) -> dict[str, float]:
-    """Loss weight per span kind: ``utt-only`` learns the utterance spans alone."""
+def span_weights(
+    objective: Objective, state_weight: float, change_weight: float = 1.0
+) -> dict[str, float]:
+    """Loss weight per span kind: ``utt-only`` learns the utterance spans alone.
+
+    With ``change_weight`` other than 1, the kind ``changed`` (state spans of the fields whose
+    gold differs from the previous state, see :func:`encode_sample`) weighs
+    ``state_weight x change_weight``.
+    """
     if objective == "utt-only":
-        return {"state": 0.0, "utterance": 1.0, "syntax": 0.0, "unknown": 0.0}
-    return {"state": state_weight, "utterance": 1.0, "syntax": 1.0, "unknown": 0.0}
+        weights = {"state": 0.0, "utterance": 1.0, "syntax": 0.0, "unknown": 0.0}
+    else:
+        weights = {"state": state_weight, "utterance": 1.0, "syntax": 1.0, "unknown": 0.0}
+    if change_weight != 1:
+        weights[CHANGED] = weights["state"] * change_weight
+    return weights
 
 
 @dataclass(frozen=True)
@@ -77,9 +90,16 @@ class Encoded:
 
 
 def encode_sample(
-    sample: Sample, tokenizer: Any, weights: dict[str, float], max_length: int
+    sample: Sample,
+    tokenizer: Any,
+    weights: dict[str, float],
+    max_length: int,
+    changed: Sequence[tuple[int, int]] = (),
 ) -> Encoded | None:
     """Token ids and weights of ``sample``; None when it is longer than ``max_length`` tokens.
+
+    The state chars inside the target ranges ``changed`` take the weight of the kind
+    :data:`CHANGED` (which ``weights`` must then hold).
 
     Raises:
         InputError: The tokenizer's chat template changes the target text (so char spans
@@ -104,7 +124,7 @@ def encode_sample(
     offsets: list[tuple[int, int]] = enc.get("offset_mapping") or []
     if len(offsets) != len(target_ids):
         raise InputError("the base's tokenizer gives no char offsets (a fast tokenizer is needed)")
-    kinds = _char_kinds(sample)
+    kinds = _char_kinds(sample, changed)
     token_weights = _token_weights(offsets, kinds, weights, tokenizer, target_ids)
     ids = prompt_ids + target_ids
     if len(ids) > max_length:
@@ -112,11 +132,13 @@ def encode_sample(
     return Encoded(sample.id, ids, [0.0] * len(prompt_ids) + token_weights)
 
 
-def _char_kinds(sample: Sample) -> list[str]:
+def _char_kinds(sample: Sample, changed: Sequence[tuple[int, int]] = ()) -> list[str]:
     # Chars no span covers are JSON syntax (braces, keys); unknown wins where spans overlap.
     kinds = ["syntax"] * len(sample.target)
     for start, end, kind in sorted(sample.target_spans, key=lambda s: s[2] == "unknown"):
         kinds[start:end] = [kind] * (end - start)
+    for start, end in changed:
+        kinds[start:end] = [CHANGED if k == "state" else k for k in kinds[start:end]]
     return kinds
 
 
@@ -208,10 +230,15 @@ ENCODING_FORMAT = "cogwm.encoded/2"
 
 
 def encoding_key(
-    samples_file: Path, tokenizer_dir: Path, weights: dict[str, float], max_length: int
+    samples_file: Path,
+    tokenizer_dir: Path,
+    weights: dict[str, float],
+    max_length: int,
+    view: str = "",
 ) -> str:
-    """What the encoding of a samples file depends on: the file, the tokenizer, weights, length
-    (and the cache layout, :data:`ENCODING_FORMAT`)."""
+    """What the encoding of a samples file depends on: the file, the tokenizer, weights, length,
+    how samples are changed before encoding (``view``, e.g. state dropout; '' for none) and the
+    cache layout (:data:`ENCODING_FORMAT`)."""
     digest = hashlib.sha256(ENCODING_FORMAT.encode())
     stat = samples_file.stat()
     digest.update(f"{samples_file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
@@ -220,12 +247,17 @@ def encoding_key(
         if path.is_file():
             digest.update(path.read_bytes())
     digest.update(json.dumps([sorted(weights.items()), max_length]).encode())
+    if view:
+        digest.update(view.encode())
     return digest.hexdigest()[:16]
 
 
 #: One line of a samples file as the training run holds it: its encoding, or None when the
 #: sample is longer than ``--max-length``.
 Encoding = Encoded | None
+#: A sample as written → the sample trained on and the target ranges whose state chars are
+#: :data:`CHANGED` (see :class:`cogwm.simulator.train.states.TrainingView`).
+SampleView = Callable[[Sample], tuple[Sample, list[tuple[int, int]]]]
 
 
 class LazyEncoder:
@@ -242,8 +274,10 @@ class LazyEncoder:
         tokenizer: Any,
         weights: dict[str, float],
         max_length: int,
+        view: SampleView | None = None,
     ) -> None:
         self.path = path
+        self.view = view
         self.offsets = offsets
         self.tokenizer = tokenizer
         self.weights = weights
@@ -260,13 +294,19 @@ class LazyEncoder:
     def encoding(self, position: int) -> Encoding:
         """The encoding of the sample at ``position`` (None: too long), tokenized once."""
         if position not in self.cache:
+            sample, changed = self._trained_sample(position)
             self.cache[position] = encode_sample(
-                self._read(position), self.tokenizer, self.weights, self.max_length
+                sample, self.tokenizer, self.weights, self.max_length, changed
             )
             self._unsaved.append(position)
         return self.cache[position]
 
-    def _read(self, position: int) -> Sample:
+    def _trained_sample(self, position: int) -> tuple[Sample, list[tuple[int, int]]]:
+        sample = self.read(position)
+        return self.view(sample) if self.view is not None else (sample, [])
+
+    def read(self, position: int) -> Sample:
+        """The sample at ``position`` as the file writes it."""
         with self.path.open("rb") as handle:
             handle.seek(self.offsets[position])
             line = handle.readline().decode("utf-8")

@@ -1,7 +1,9 @@
 """The training run: LoRA with AdamW and a linear warmup/decay, checkpointed and resumable.
 
 The run is a pure function of its configuration and data: the batch order comes from the seed,
-``--corpus-mix`` and ``--neutral-keep`` (:mod:`cogwm.simulator.train.mix`), and a checkpoint
+``--corpus-mix``, ``--neutral-keep`` and ``--change-share`` (:mod:`cogwm.simulator.train.mix`),
+what each sample shows from the seed and its id (``--state-dropout``, ``--state-corruption``:
+:mod:`cogwm.simulator.train.states`), and a checkpoint
 holds the LoRA weights, the optimizer and scheduler states, the random generators and the step
 (the batches are planned again from the seed on resume), so a run killed at any moment and
 resumed ends with the same weights as one that was never interrupted (on one process; with
@@ -66,6 +68,7 @@ from cogwm.simulator.train.model import (
     target_loss_module,
     trainable_state,
 )
+from cogwm.simulator.train.states import StateOptions, TrainingView, donor_groups, state_view
 
 #: Encoded samples kept in the output directory while a run is unfinished
 #: (``.encoded-<key>-<NNNNNN>.npz``, one file per checkpoint with the samples encoded since).
@@ -191,12 +194,25 @@ def load_data(config: TrainConfig, tokenizer: Any, tokenizer_dir: Path) -> Train
     samples_file = config.samples / "train.jsonl"
     index = index_samples(samples_file)
     pool = select_pool(index, config.neutral_keep, config.seed)
-    weights = span_weights(config.objective, config.state_weight)
+    weights = span_weights(config.objective, config.state_weight, config.change_weight)
+    options = state_options(config)
     encoder = LazyEncoder(samples_file, index.offsets, tokenizer, weights, config.max_length)
-    key = encoding_key(samples_file, tokenizer_dir, weights, config.max_length)
+    if options.active:
+        encoder.view = TrainingView(options, donor_groups(index.corpora), encoder.read)
+    key = encoding_key(samples_file, tokenizer_dir, weights, config.max_length, options.key())
     for path in _cache_files(config.out, key):
         encoder.preload(load_encoded(path))
     return TrainData(index, pool, encoder, key)
+
+
+def state_options(config: TrainConfig) -> StateOptions:
+    """The run's state dropout and change weighting."""
+    return StateOptions(
+        dropout=config.state_dropout,
+        corruption=config.state_corruption,
+        change_weight=config.change_weight,
+        seed=config.seed,
+    )
 
 
 def save_new_encodings(data: TrainData, out: Path) -> None:
@@ -255,7 +271,13 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     pool_size = sum(len(positions) for positions in data.pool.values())
     stream = BatchStream(
-        draw_order(data.pool, config.corpus_mix, config.seed),
+        draw_order(
+            data.pool,
+            config.corpus_mix,
+            config.seed,
+            change_share=config.change_share,
+            changed=data.index.changed,
+        ),
         pool_size,
         data.encoder,
         config.batch_tokens,
@@ -460,8 +482,20 @@ def _data_card(
         "seen": mix_counts(index, dealt),
         "samples_used": len(used),
         "target_tokens": sum(e.n_target for e in encodings if e is not None),
+        "state_views": _state_view_counts(config, data, used),
         **data.encoder.counts(),
     }
+
+
+def _state_view_counts(config: TrainConfig, data: TrainData, used: set[int]) -> dict[str, int]:
+    """How many of the samples trained on showed, hid or corrupted their states."""
+    counts = dict.fromkeys(("shown", "hidden", "corrupted"), 0)
+    for position in used:
+        sample_id = data.index.ids[position]
+        counts[
+            state_view(sample_id, config.seed, config.state_dropout, config.state_corruption)
+        ] += 1
+    return counts
 
 
 def _save_adapter(out: Path, peft_model: Any, card: dict[str, Any], history: list[Any]) -> None:

@@ -20,6 +20,12 @@ Draw order (``--corpus-mix``), an endless sequence of pool samples:
 
 An epoch is as many draws as the pool holds samples (with ``proportional``, exactly one pass).
 
+Change share (``--change-share S``): the pool is cut in two, the *change* samples (the prompt
+shows a previous state and a known field of the gold state differs from it; see
+:mod:`cogwm.simulator.train.states`) and the others, each drawn as above on its own (seeds
+``"<seed>:change"`` and ``"<seed>:other"``); each draw takes the next change sample with
+probability S (``Random("<seed>:change-share")``), else the next other one.
+
 Batches. The draws are cut into windows of :data:`WINDOW` consecutive draws (never across an
 epoch's end); a window's samples are tokenized when it is planned, the trainable ones (within
 ``--max-length``, with a target token) sorted by token length and packed under
@@ -42,6 +48,7 @@ from typing import Any, Literal
 from cogwm.errors import InputError
 from cogwm.simulator.samples import EMPTY_EMOTION, Sample, parse_sample, target_emotion
 from cogwm.simulator.train.data import Encoded, check_spans, pack_batches
+from cogwm.simulator.train.states import changed_fields
 
 CorpusMix = Literal["proportional", "uniform"]
 CORPUS_MIXES: tuple[CorpusMix, ...] = ("proportional", "uniform")
@@ -64,6 +71,7 @@ class SampleIndex:
     ids: list[str]
     corpora: list[str]
     no_emotion: list[bool]
+    changed: list[bool] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -97,6 +105,7 @@ def index_samples(path: Path) -> SampleIndex:
                     index.ids.append(sample.id)
                     index.corpora.append(sample.corpus)
                     index.no_emotion.append(is_no_emotion(sample))
+                    index.changed.append(bool(changed_fields(sample)))
                 offset += len(raw)
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start} of a line)") from None
@@ -132,14 +141,55 @@ def select_pool(index: SampleIndex, neutral_keep: float, seed: int) -> dict[str,
     return dict(sorted(pool.items()))
 
 
-def draw_order(pool: dict[str, list[int]], mix: CorpusMix, seed: int) -> Iterator[int]:
-    """The endless sequence of pool positions a run draws (see the module docstring)."""
+def draw_order(
+    pool: dict[str, list[int]],
+    mix: CorpusMix,
+    seed: int | str,
+    *,
+    change_share: float | None = None,
+    changed: list[bool] | None = None,
+) -> Iterator[int]:
+    """The endless sequence of pool positions a run draws (see the module docstring).
+
+    Args:
+        pool: Pool positions by corpus.
+        mix: How a draw picks a corpus.
+        seed: The run's seed.
+        change_share: Share of the draws that are change samples (None: as the pool has them).
+        changed: Whether each file position is a change sample (needed with ``change_share``).
+
+    Raises:
+        InputError: ``change_share`` asks for change samples (or others) the pool lacks.
+    """
+    if change_share is not None:
+        return _balanced(pool, mix, seed, change_share, changed or [])
     if mix == "proportional":
         return _proportional(sorted(p for positions in pool.values() for p in positions), seed)
     return _uniform(pool, seed)
 
 
-def _proportional(everything: list[int], seed: int) -> Iterator[int]:
+def _balanced(
+    pool: dict[str, list[int]], mix: CorpusMix, seed: int | str, share: float, changed: list[bool]
+) -> Iterator[int]:
+    parts: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
+    for corpus, positions in pool.items():
+        for position in positions:
+            parts[changed[position]].setdefault(corpus, []).append(position)
+    for is_change, wanted in ((True, share > 0), (False, share < 1)):
+        if wanted and not parts[is_change]:
+            what = "differs from" if is_change else "repeats"
+            raise InputError(
+                f"--change-share {share:g}: no sample of the pool has a gold state that "
+                f"{what} the previous state shown"
+            )
+    change = draw_order(parts[True], mix, f"{seed}:change")
+    other = draw_order(parts[False], mix, f"{seed}:other")
+    chooser = random.Random(f"{seed}:change-share")
+    while True:
+        yield next(change) if chooser.random() < share else next(other)
+
+
+def _proportional(everything: list[int], seed: int | str) -> Iterator[int]:
     epoch = 0
     while True:
         order = list(everything)
@@ -148,7 +198,7 @@ def _proportional(everything: list[int], seed: int) -> Iterator[int]:
         epoch += 1
 
 
-def _uniform(pool: dict[str, list[int]], seed: int) -> Iterator[int]:
+def _uniform(pool: dict[str, list[int]], seed: int | str) -> Iterator[int]:
     names = sorted(pool)
     chooser = random.Random(f"{seed}:corpus-mix")
     passes = dict.fromkeys(names, 0)
@@ -223,16 +273,20 @@ class BatchStream:
 
 
 def mix_counts(index: SampleIndex, positions: Iterable[int]) -> dict[str, Any]:
-    """How many samples (each draw counted) per corpus, and the no-emotion share among them."""
+    """How many samples (each draw counted) per corpus, and the no-emotion and change shares
+    among them."""
     by_corpus: Counter[str] = Counter()
-    no_emotion = 0
+    no_emotion = changed = 0
     for position in positions:
         by_corpus[index.corpora[position]] += 1
         no_emotion += index.no_emotion[position]
+        changed += index.changed[position] if index.changed else 0
     total = sum(by_corpus.values())
     return {
         "samples": total,
         "by_corpus": dict(sorted(by_corpus.items())),
         "no_emotion": no_emotion,
         "no_emotion_share": round(no_emotion / total, 4) if total else None,
+        "change": changed,
+        "change_share": round(changed / total, 4) if total and index.changed else None,
     }
