@@ -6,11 +6,19 @@ sequence's cells at other offsets and changes its logits). A single decode threa
 requests in flight: between steps it admits new ones, evaluating each prompt in its own decode
 call, then decodes the next token of every running sequence in one call. Each request keeps its
 own sampler chain (seed, temperature, grammar), stop strings and token limit, built and applied
-as llama-cpp-python's ``create_chat_completion`` builds and applies them, so that a request's
-reply is the one the one-at-a-time path gives wherever llama.cpp's logits are the same: always
-for a request decoded alone, not always for one decoded beside others (a batched step can move
-a logit by up to about 1 on this llama.cpp build, so sampled replies can part at near-ties).
-Batched models therefore have their own identity (``~batch1``) and reply-cache entries.
+as llama-cpp-python's ``create_chat_completion`` builds and applies them.
+
+Which replies equal the one-at-a-time path's: for the quantized weights llama.cpp computes a row
+of a batch to the same bits whatever else is in the batch. For the F16 tensors of a LoRA adapter
+it does not: a product with a single column takes another kernel than one with several (the
+one-column kernel rounds the activations to F16 first), and the attention of a step changes with
+which sequences (KV streams) it spans; a logit then moves by up to about 1 a few steps later. So
+every step has one row per sequence of the context, in sequence order: the pending token of each
+running sequence and a placeholder token in each idle one (and in one scratch sequence, so that
+even ``parallel=1`` steps have two rows). Every step then has the same shape, and a request's
+reply no longer depends on what else is in flight or in which sequence it runs. Without an
+adapter the replies are the one-at-a-time path's to the byte; with one they can part from it at
+near-ties, so batched models have their own identity (``~batch2``) and reply-cache entries.
 
 Threads: the process has one budget, the cores it may run on (``os.sched_getaffinity``). Every
 engine decodes with that many threads, under one process-wide lock, so the engines of a process
@@ -35,10 +43,14 @@ if TYPE_CHECKING:
 
 #: Changes whenever the engine can produce other tokens than before for the same request; it is
 #: part of the model identity of batched models, so that their cached replies stay apart.
-ENGINE_VERSION = "batch1"
+#: (batch2: every step has one row per sequence, so a reply no longer depends on the others.)
+ENGINE_VERSION = "batch2"
 
 #: ``batched`` decodes the requests in flight together; anything else, one at a time.
 ENGINE_ENV = "COGWM_LLAMA_ENGINE"
+
+#: The token of a placeholder row (any token would do: its logits are never read).
+_PLACEHOLDER_TOKEN = 0
 
 #: One decode (prompt evaluation or step) of any engine at a time: they share the thread budget.
 _DECODE_LOCK = threading.Lock()
@@ -55,9 +67,9 @@ def usable_cores() -> int:
 def engine_from_env() -> str:
     """``batched`` when ``$COGWM_LLAMA_ENGINE`` says so, else ``single``.
 
-    Not the default: on this llama.cpp build a sequence decoded beside others can get other
-    logits than alone (up to about 1 in a step), so sampled replies can differ from the
-    one-at-a-time path's, and a model's identity (and the validity card found by it) with them.
+    Not the default: with a LoRA adapter the batched steps compute the adapter's products with
+    another llama.cpp kernel than one-at-a-time decoding, so replies can differ from the single
+    path's at near-ties, and a model's identity (and the validity card found by it) with them.
     """
     return "batched" if os.environ.get(ENGINE_ENV, "").strip().lower() == "batched" else "single"
 
@@ -153,8 +165,9 @@ class BatchEngine:
         # Start from the one-at-a-time instance's parameters (flash attention, cache types,
         # batch sizes), so that a sequence's logits are computed the same way.
         ctypes.pointer(params)[0] = self.llm.context_params
-        params.n_seq_max = self.parallel
-        params.n_ctx = self.n_ctx * self.parallel
+        # One sequence more than requests: the scratch sequence of placeholder rows.
+        params.n_seq_max = self.parallel + 1
+        params.n_ctx = self.n_ctx * (self.parallel + 1)
         params.kv_unified = False
         params.n_threads = self.threads
         params.n_threads_batch = self.threads
@@ -175,8 +188,8 @@ class BatchEngine:
     def _new_batch(self) -> Any:
         import llama_cpp.llama_cpp as raw
 
-        size = max(self.llm.n_batch, self.parallel)
-        batch = raw.llama_batch_init(size, 0, self.parallel)
+        size = max(self.llm.n_batch, self.parallel + 1)
+        batch = raw.llama_batch_init(size, 0, self.parallel + 1)
         if batch is None:
             raise BackendError(FailureKind.SERVER, "cannot allocate a llama.cpp batch")
         return batch
@@ -280,19 +293,35 @@ class BatchEngine:
         if not going:
             return
         try:
-            self._decode(
-                [
-                    (r.pending, len(r.job.tokens) + len(r.completion) - 1, r.slot, True)
-                    for r in going
-                ]
-            )
-            for index, running in enumerate(going):
-                running.pending = running.sampler.sample(self._ctx, index)
+            self._decode(self._step_rows(going))
+            for running in going:
+                running.pending = running.sampler.sample(self._ctx, running.slot)
         except BackendError as exc:
             for running in going:
                 if not running.job.future.done():
                     running.job.future.set_exception(exc)
                 self._finish(running, result=False)
+
+    def _step_rows(self, going: list[_Running]) -> list[tuple[int, int, int, bool]]:
+        """One row per sequence of the context, in sequence order: the pending token of each
+        running one, a placeholder in the others (see the module docstring for why the shape of
+        a step never changes). Row ``i`` is sequence ``i``, so its logits are at index ``i``."""
+        import llama_cpp.llama_cpp as raw
+
+        memory = raw.llama_get_memory(self._ctx.ctx)
+        by_slot = {r.slot: r for r in going}
+        rows: list[tuple[int, int, int, bool]] = []
+        for slot in range(self.parallel + 1):
+            running = by_slot.get(slot)
+            if running is not None:
+                position = len(running.job.tokens) + len(running.completion) - 1
+                rows.append((running.pending, position, slot, True))
+            else:
+                # The placeholder's one cell is cleared each time: an idle sequence never grows
+                # (a job that takes the slot clears it anyway).
+                raw.llama_memory_seq_rm(memory, slot, -1, -1)
+                rows.append((_PLACEHOLDER_TOKEN, 0, slot, True))
+        return rows
 
     def _advance(self, running: _Running) -> bool:
         """Add the pending token to the reply as ``Llama._create_completion`` does; True when
