@@ -17,6 +17,9 @@ from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
 from cogwm.models.llamacpp_batch import (
     ENGINE_ENV,
     ENGINE_VERSION,
+    BatchEngine,
+    ConstrainedSampler,
+    _chain,
     _max_tokens,
     _multibyte_fix,
     engine_from_env,
@@ -149,6 +152,45 @@ def test_without_an_adapter_batched_replies_are_the_one_at_a_time_replies(
             one.usage,
             one.finish_reason,
         )
+
+
+@pytest.mark.integration
+@_needs_model
+@pytest.mark.parametrize(("temperature", "seed"), [(0.0, 1), (0.3, 7), (1.0, 11), (1.5, 5)])
+def test_the_grammar_on_the_best_tokens_picks_what_the_full_chain_picks(
+    simulator_calls: Recorded, temperature: float, seed: int
+) -> None:
+    """Token by token on the world model's real logits, the sampler that runs the grammar on the
+    best tokens only picks the token of llama-cpp-python's chain (grammar over the whole
+    vocabulary), with the same seed: greedy, and sampled at low and high temperatures."""
+    import llama_cpp.llama_cpp as raw
+
+    backend = _batched()
+    llm = backend._main()
+    engine = BatchEngine(llm, parallel=1, n_ctx=backend.options.n_ctx, threads=1)
+    try:
+        for request, _ in simulator_calls[:2]:
+            changes = {"temperature": temperature, "seed": seed}
+            sampling = request.sampling.model_copy(update=changes)
+            plan = backend._plan(request.model_copy(update={"sampling": sampling}), [])
+            formatted = backend._formatter(messages=[m.model_dump() for m in request.messages])
+            prompt = llm.tokenize(formatted.prompt.encode(), add_bos=False, special=True)
+            fast, full = ConstrainedSampler(llm, plan), _chain(llm, plan, grammar=True)
+            raw.llama_memory_seq_rm(raw.llama_get_memory(engine._ctx.ctx), 0, -1, -1)
+            index, picked = engine._prefill(prompt, 0), 0
+            for step in range(120):
+                token = full.sample(engine._ctx, index)
+                assert fast.sample(engine._ctx, index) == token, f"token {step}"
+                picked += 1
+                if raw.llama_vocab_is_eog(llm._model.vocab, token):
+                    break
+                engine._decode([(token, len(prompt) + step, 0, True)])
+                index = 0
+            fast.close()
+            full.close()
+            assert picked >= 20
+    finally:
+        engine.close()
 
 
 @pytest.mark.integration

@@ -398,9 +398,25 @@ def _multibyte_fix(text: bytes, current: int) -> int:
     return fix
 
 
+#: ``create_chat_completion``'s fixed sampler settings (``Llama._init_sampler``).
+_TOP_K = 40
+_MIN_P = 0.05
+
+#: How many of the best tokens the grammar checks first, then next; the rest only if needed.
+_GRAMMAR_CHUNKS = (64, 1024)
+
+
 def _sampler(llm: Llama, plan: SamplingPlan) -> Any:
+    """How a request samples: :class:`ConstrainedSampler` with a grammar, else :func:`_chain`."""
+    if plan.grammar is not None:
+        return ConstrainedSampler(llm, plan)
+    return _chain(llm, plan, grammar=True)
+
+
+def _chain(llm: Llama, plan: SamplingPlan, *, grammar: bool) -> Any:
     """The sampler chain ``Llama._init_sampler`` builds for ``create_chat_completion``'s
-    arguments (top_k 40, min_p 0.05, typical_p 1.0, no mirostat)."""
+    arguments (top_k 40, min_p 0.05, typical_p 1.0, no mirostat); ``grammar`` False leaves out
+    the plan's grammar."""
     from llama_cpp import _internals
 
     sampler: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
@@ -411,15 +427,137 @@ def _sampler(llm: Llama, plan: SamplingPlan) -> Any:
         penalty_freq=0.0,
         penalty_present=0.0,
     )
-    if plan.grammar is not None:
+    if grammar and plan.grammar is not None:
         sampler.add_grammar(llm._model, plan.grammar)
+    _add_tail(sampler, plan)
+    return sampler
+
+
+def _add_tail(sampler: Any, plan: SamplingPlan) -> None:
+    """The samplers after penalties and grammar, as ``Llama._init_sampler`` adds them."""
     if plan.temperature == 0.0:
         sampler.add_greedy()
     else:
-        sampler.add_top_k(40)
+        sampler.add_top_k(_TOP_K)
         sampler.add_typical(1.0, 1)
         sampler.add_top_p(plan.top_p, 1)
-        sampler.add_min_p(0.05, 1)
+        sampler.add_min_p(_MIN_P, 1)
         sampler.add_temp(plan.temperature)
         sampler.add_dist(plan.seed)
-    return sampler
+
+
+class ConstrainedSampler:
+    """``create_chat_completion``'s chain (penalties, grammar, top-k 40, typical 1, top-p, min-p
+    0.05, temperature, seeded draw), with the grammar applied to the best tokens only.
+
+    The full chain runs the grammar over the whole vocabulary at every token, which costs more
+    than decoding it. Yet what the draw sees depends only on the best grammar-valid tokens: the
+    first 40 in logit order (top-k), and of those only the ones within a factor 0.05 of the best
+    (min-p). So the grammar checks the best tokens in logit order, 64 then 1,024 then the rest,
+    until it has those; the draw (or greedy choice) then runs on exactly the array the full chain
+    hands it after top-k, with the same random state: the same token, to the bit. The penalties,
+    grammar and draw keep their own state across tokens, as in the chain.
+    """
+
+    def __init__(self, llm: Llama, plan: SamplingPlan) -> None:
+        import numpy as np
+        from llama_cpp import _internals
+
+        self.penalties: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
+        self.penalties.add_penalties(
+            n_vocab=llm.n_vocab(),
+            penalty_last_n=llm.last_n_tokens_size,
+            penalty_repeat=plan.repeat_penalty,
+            penalty_freq=0.0,
+            penalty_present=0.0,
+        )
+        self.grammar: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
+        self.grammar.add_grammar(llm._model, plan.grammar)
+        self.tail: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
+        _add_tail(self.tail, plan)
+        self.wanted = 1 if plan.temperature == 0.0 else _TOP_K
+        # With top-p below 1 the top-k tokens' weights matter, not only the min-p survivors.
+        self.min_p_cut = plan.temperature != 0.0 and plan.top_p >= 1.0
+        self.n_vocab = llm.n_vocab()
+        self.data = np.zeros(self.n_vocab, dtype=_token_data_dtype())
+        self.data["id"] = np.arange(self.n_vocab, dtype=np.int32)
+
+    def sample(self, ctx: Any, index: int) -> int:
+        """The next token from the logits of batch row ``index`` of ``ctx`` (accepted into the
+        penalties, grammar and draw, as ``llama_sampler_sample`` accepts it)."""
+        import llama_cpp.llama_cpp as raw
+        import numpy as np
+
+        logits = np.ctypeslib.as_array(
+            raw.llama_get_logits_ith(ctx.ctx, index), shape=(self.n_vocab,)
+        )
+        data = self.data
+        data["logit"] = logits
+        data["p"] = 0.0
+        _apply(self.penalties, data, is_sorted=False)
+        candidates = self._best_valid(data)
+        token = _apply(self.tail, candidates, is_sorted=True)
+        for sampler in (self.penalties, self.grammar, self.tail):
+            raw.llama_sampler_accept(sampler.sampler, token)
+        return token
+
+    def _best_valid(self, data: Any) -> Any:
+        """The best grammar-valid tokens, best first (ties: lower id first), as many as the
+        draw can see: ``wanted`` of them, fewer once no token left could pass min-p."""
+        import numpy as np
+
+        logits = data["logit"]
+        found: list[Any] = []
+        count = 0
+        upper = np.inf
+        for size in (*_GRAMMAR_CHUNKS, self.n_vocab):
+            lower = -np.inf if size >= self.n_vocab else np.partition(logits, -size)[-size]
+            chunk = data[(logits >= lower) & (logits < upper)]
+            chunk = chunk[np.lexsort((chunk["id"], -chunk["logit"]))]
+            _apply(self.grammar, chunk, is_sorted=True)
+            valid = chunk[chunk["logit"] != -np.inf]
+            found.append(valid)
+            count += len(valid)
+            upper = lower
+            if count >= self.wanted or (count and self._beyond_min_p(found, lower)):
+                break
+        best = np.concatenate(found)[: self.wanted]
+        if not len(best):
+            raise BackendError(FailureKind.SERVER, "the grammar allows no token")
+        return best
+
+    def _beyond_min_p(self, found: list[Any], lower: float) -> bool:
+        """Whether every token not yet checked (all below ``lower``) would fall to min-p."""
+        import math
+
+        if not self.min_p_cut:
+            return False
+        best = next(float(part["logit"][0]) for part in found if len(part))
+        return lower < best + math.log(_MIN_P) - 1e-3
+
+    def close(self) -> None:
+        """Free the samplers."""
+        for sampler in (self.penalties, self.grammar, self.tail):
+            sampler.close()
+
+
+def _token_data_dtype() -> Any:
+    """numpy's layout of ``llama_token_data`` (id, logit, p)."""
+    import numpy as np
+
+    return np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+def _apply(sampler: Any, data: Any, *, is_sorted: bool) -> int:
+    """Run ``sampler`` over ``data`` in place; the token it selected (-1: none)."""
+    import llama_cpp.llama_cpp as raw
+
+    array = raw.llama_token_data_array(
+        data=data.ctypes.data_as(raw.llama_token_data_p),
+        size=len(data),
+        selected=-1,
+        sorted=is_sorted,
+    )
+    raw.llama_sampler_apply(sampler.sampler, ctypes.byref(array))
+    # Read through the array: a sampler may have pointed it at a buffer of its own.
+    return -1 if array.selected < 0 else int(array.data[array.selected].id)
