@@ -6,7 +6,9 @@ the simulated user) records the simulator's requests first, then they are replay
 
 1. Generated tokens per second of the one-at-a-time path (today's default) and of the batched
    engine at 1, 4, 8 and 16 requests in flight, with and without the JSON grammar; each ratio
-   is against the one-at-a-time path with the same grammar setting.
+   is against the one-at-a-time path with the same grammar setting. Beside each figure: how
+   many replies are byte-identical to the one-at-a-time path's, and to the first batched
+   figure's (a batched reply must not depend on how many requests were in flight).
 2. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
    (the batched engine with every usable core). Prompt reuse is not implemented (a prompt
    evaluated in two calls gets other logits than in one on this llama.cpp build).
@@ -39,7 +41,7 @@ from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
 from cogwm.arena.runner import run_arena
 from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
 from cogwm.models.llamacpp_batch import ENGINE_ENV, BatchEngine, usable_cores
-from cogwm.models.types import BackendRequest
+from cogwm.models.types import BackendReply, BackendRequest
 from cogwm.store import RunStore
 
 
@@ -100,13 +102,14 @@ def without_grammar(requests: list[BackendRequest]) -> list[BackendRequest]:
 
 async def _throughput(
     backend: LlamaCppBackend, requests: list[BackendRequest], inflight: int
-) -> float:
-    """Generated tokens per second with at most ``inflight`` requests at a time."""
+) -> tuple[float, list[str]]:
+    """Generated tokens per second with at most ``inflight`` requests at a time, and the
+    replies."""
     gate = asyncio.Semaphore(inflight)
 
-    async def one(request: BackendRequest) -> int:
+    async def one(request: BackendRequest) -> BackendReply:
         async with gate:
-            return (await backend.complete(request, "bench")).usage.completion_tokens
+            return await backend.complete(request, "bench")
 
     await backend.complete(
         requests[0].model_copy(
@@ -115,13 +118,15 @@ async def _throughput(
         "bench",
     )
     start = time.perf_counter()
-    tokens = sum(await asyncio.gather(*(one(r) for r in requests)))
-    return tokens / (time.perf_counter() - start)
+    replies = await asyncio.gather(*(one(r) for r in requests))
+    tokens = sum(reply.usage.completion_tokens for reply in replies)
+    return tokens / (time.perf_counter() - start), [reply.text for reply in replies]
 
 
 def tokens_per_second(
     options: dict[str, Any], requests: list[BackendRequest], inflight: int
-) -> float:
+) -> tuple[float, list[str]]:
+    """Generated tokens per second of a fresh ``smollm2-wm`` backend, and its replies."""
     backend = make_llamacpp("smollm2-wm", options)
     return asyncio.run(_throughput(backend, requests, inflight))
 
@@ -144,24 +149,37 @@ def raw_decode_rate(steps: int = 32) -> float:
 
 def throughput_table(requests: list[BackendRequest], levels: list[int], threads: list[int]) -> None:
     """The tokens-per-second table: one at a time, then batched per level and thread count."""
-    print(f"{'grammar':8} {'path':28} {'in flight':>9} {'tok/s':>8} {'ratio':>6}")
+    print(
+        f"{'grammar':8} {'path':28} {'in flight':>9} {'tok/s':>8} {'ratio':>6} "
+        f"{'same as single':>15} {'same as batched':>16}"
+    )
     for grammar in (True, False):
         batch = requests if grammar else without_grammar(requests)
         label = "json" if grammar else "none"
-        single = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
+        single, expected = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
         print(f"{label:8} {'one at a time, 1 thread':28} {1:>9} {single:>8.1f} {1.0:>6.2f}")
+        first: list[str] | None = None
         for level in levels:
             for count in threads:
                 options = {"engine": "batched", "parallel": level, "n_threads": count}
-                rate = tokens_per_second(options, batch, level)
+                rate, replies = tokens_per_second(options, batch, level)
+                first = first or replies
                 path = f"batched, {count} thread{'s' if count > 1 else ''}"
-                print(f"{label:8} {path:28} {level:>9} {rate:>8.1f} {rate / single:>6.2f}")
+                print(
+                    f"{label:8} {path:28} {level:>9} {rate:>8.1f} {rate / single:>6.2f} "
+                    f"{_same(replies, expected):>15} {_same(replies, first):>16}"
+                )
         if grammar:
             raw = raw_decode_rate()
             print(
                 f"raw llama_decode, batch 1, 1 thread: {raw:.1f} tok/s; one-at-a-time path with "
                 f"grammar at {single / raw:.2f} of it"
             )
+
+
+def _same(replies: list[str], reference: list[str]) -> str:
+    """How many replies are byte-identical to the reference's, as ``k/n``."""
+    return f"{sum(a == b for a, b in zip(replies, reference, strict=True))}/{len(replies)}"
 
 
 #: Runs the ``cogwm`` command line in a fresh interpreter (the package has no ``__main__``).
