@@ -9,12 +9,14 @@ the simulated user) records the simulator's requests first, then they are replay
    is against the one-at-a-time path with the same grammar setting. Beside each figure: how
    many replies are byte-identical to the one-at-a-time path's, and to the first batched
    figure's (a batched reply must not depend on how many requests were in flight).
-2. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
+2. The grammar sampler's CPU time per token, llama-cpp-python's full chain against the batched
+   engine's (grammar on the best tokens only), on the same real logits.
+3. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
    (the batched engine with every usable core). Prompt reuse is not implemented (a prompt
    evaluated in two calls gets other logits than in one on this llama.cpp build).
-3. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
+4. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
    Python per token), and the one-at-a-time path's ratio to it.
-4. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
+5. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
    ``--card-items`` items per set, with ``COGWM_LLAMA_ENGINE=single`` and ``=batched``. Slow.
 
 Wall-clock figures mean something only on an otherwise idle machine.
@@ -40,7 +42,13 @@ from cogwm.arena.config import parse_config
 from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
 from cogwm.arena.runner import run_arena
 from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
-from cogwm.models.llamacpp_batch import ENGINE_ENV, BatchEngine, usable_cores
+from cogwm.models.llamacpp_batch import (
+    ENGINE_ENV,
+    BatchEngine,
+    ConstrainedSampler,
+    _chain,
+    usable_cores,
+)
 from cogwm.models.types import BackendReply, BackendRequest
 from cogwm.store import RunStore
 
@@ -182,6 +190,46 @@ def _same(replies: list[str], reference: list[str]) -> str:
     return f"{sum(a == b for a, b in zip(replies, reference, strict=True))}/{len(replies)}"
 
 
+def sampler_cost(request: BackendRequest, steps: int = 60) -> None:
+    """CPU time per token of the grammar sampler: llama-cpp-python's full chain (the grammar over
+    the whole vocabulary) against :class:`ConstrainedSampler`, on the same logits (process time,
+    so the ratio holds on a busy machine); they must pick the same tokens."""
+    import llama_cpp.llama_cpp as raw
+
+    backend = make_llamacpp("smollm2-wm", {"engine": "batched", "n_threads": 1})
+    llm = backend._main()
+    engine = BatchEngine(llm, parallel=1, n_ctx=backend.options.n_ctx, threads=1)
+    plan = backend._plan(request, [])
+    formatted = backend._formatter(messages=[m.model_dump() for m in request.messages])
+    prompt = llm.tokenize(formatted.prompt.encode(), add_bos=False, special=True)
+    fast, full = ConstrainedSampler(llm, plan), _chain(llm, plan, grammar=True)
+    spent = {"full": 0.0, "fast": 0.0}
+    index, done = engine._prefill(prompt, 0), 0
+    try:
+        for step in range(steps):
+            start = time.process_time()
+            token = full.sample(engine._ctx, index)
+            middle = time.process_time()
+            same = fast.sample(engine._ctx, index) == token
+            spent["full"] += middle - start
+            spent["fast"] += time.process_time() - middle
+            done += 1
+            if not same:
+                print(f"sampler check: token {step} differs from the full chain's")
+                return
+            if raw.llama_vocab_is_eog(llm._model.vocab, token):
+                break
+            engine._decode([(token, len(prompt) + step, 0, True)])
+            index = 0
+    finally:
+        engine.close()
+    full_ms, fast_ms = (1000 * spent[k] / done for k in ("full", "fast"))
+    print(
+        f"grammar sampler, {done} tokens: full chain {full_ms:.2f} ms CPU/token, best tokens "
+        f"only {fast_ms:.2f} ({full_ms / fast_ms:.1f}x less), same tokens"
+    )
+
+
 #: Runs the ``cogwm`` command line in a fresh interpreter (the package has no ``__main__``).
 _CLI = "import sys; from cogwm.cli.main import main; sys.argv[0] = 'cogwm'; main()"
 
@@ -244,6 +292,7 @@ def main() -> None:
             {usable_cores() if x == "all" else int(x) for x in args.threads.split(",")}
         )
         levels = [int(x) for x in args.levels.split(",")]
+        sampler_cost(recorded[0])
         throughput_table(widen(recorded, args.requests), levels, threads)
     if args.end_to_end:
         end_to_end(args.card_items)
