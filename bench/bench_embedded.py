@@ -6,13 +6,17 @@ the simulated user) records the simulator's requests first, then they are replay
 
 1. Generated tokens per second of the one-at-a-time path (today's default) and of the batched
    engine at 1, 4, 8 and 16 requests in flight, with and without the JSON grammar; each ratio
-   is against the one-at-a-time path with the same grammar setting.
-2. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
+   is against the one-at-a-time path with the same grammar setting. Beside each figure: how
+   many replies are byte-identical to the one-at-a-time path's, and to the first batched
+   figure's (a batched reply must not depend on how many requests were in flight).
+2. The grammar sampler's CPU time per token, llama-cpp-python's full chain against the batched
+   engine's (grammar on the best tokens only), on the same real logits.
+3. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
    (the batched engine with every usable core). Prompt reuse is not implemented (a prompt
    evaluated in two calls gets other logits than in one on this llama.cpp build).
-3. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
+4. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
    Python per token), and the one-at-a-time path's ratio to it.
-4. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
+5. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
    ``--card-items`` items per set, with ``COGWM_LLAMA_ENGINE=single`` and ``=batched``. Slow.
 
 Wall-clock figures mean something only on an otherwise idle machine.
@@ -38,8 +42,14 @@ from cogwm.arena.config import parse_config
 from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
 from cogwm.arena.runner import run_arena
 from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
-from cogwm.models.llamacpp_batch import ENGINE_ENV, BatchEngine, usable_cores
-from cogwm.models.types import BackendRequest
+from cogwm.models.llamacpp_batch import (
+    ENGINE_ENV,
+    BatchEngine,
+    ConstrainedSampler,
+    _chain,
+    usable_cores,
+)
+from cogwm.models.types import BackendReply, BackendRequest
 from cogwm.store import RunStore
 
 
@@ -100,13 +110,14 @@ def without_grammar(requests: list[BackendRequest]) -> list[BackendRequest]:
 
 async def _throughput(
     backend: LlamaCppBackend, requests: list[BackendRequest], inflight: int
-) -> float:
-    """Generated tokens per second with at most ``inflight`` requests at a time."""
+) -> tuple[float, list[str]]:
+    """Generated tokens per second with at most ``inflight`` requests at a time, and the
+    replies."""
     gate = asyncio.Semaphore(inflight)
 
-    async def one(request: BackendRequest) -> int:
+    async def one(request: BackendRequest) -> BackendReply:
         async with gate:
-            return (await backend.complete(request, "bench")).usage.completion_tokens
+            return await backend.complete(request, "bench")
 
     await backend.complete(
         requests[0].model_copy(
@@ -115,13 +126,15 @@ async def _throughput(
         "bench",
     )
     start = time.perf_counter()
-    tokens = sum(await asyncio.gather(*(one(r) for r in requests)))
-    return tokens / (time.perf_counter() - start)
+    replies = await asyncio.gather(*(one(r) for r in requests))
+    tokens = sum(reply.usage.completion_tokens for reply in replies)
+    return tokens / (time.perf_counter() - start), [reply.text for reply in replies]
 
 
 def tokens_per_second(
     options: dict[str, Any], requests: list[BackendRequest], inflight: int
-) -> float:
+) -> tuple[float, list[str]]:
+    """Generated tokens per second of a fresh ``smollm2-wm`` backend, and its replies."""
     backend = make_llamacpp("smollm2-wm", options)
     return asyncio.run(_throughput(backend, requests, inflight))
 
@@ -144,24 +157,77 @@ def raw_decode_rate(steps: int = 32) -> float:
 
 def throughput_table(requests: list[BackendRequest], levels: list[int], threads: list[int]) -> None:
     """The tokens-per-second table: one at a time, then batched per level and thread count."""
-    print(f"{'grammar':8} {'path':28} {'in flight':>9} {'tok/s':>8} {'ratio':>6}")
+    print(
+        f"{'grammar':8} {'path':28} {'in flight':>9} {'tok/s':>8} {'ratio':>6} "
+        f"{'same as single':>15} {'same as batched':>16}"
+    )
     for grammar in (True, False):
         batch = requests if grammar else without_grammar(requests)
         label = "json" if grammar else "none"
-        single = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
+        single, expected = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
         print(f"{label:8} {'one at a time, 1 thread':28} {1:>9} {single:>8.1f} {1.0:>6.2f}")
+        first: list[str] | None = None
         for level in levels:
             for count in threads:
                 options = {"engine": "batched", "parallel": level, "n_threads": count}
-                rate = tokens_per_second(options, batch, level)
+                rate, replies = tokens_per_second(options, batch, level)
+                first = first or replies
                 path = f"batched, {count} thread{'s' if count > 1 else ''}"
-                print(f"{label:8} {path:28} {level:>9} {rate:>8.1f} {rate / single:>6.2f}")
+                print(
+                    f"{label:8} {path:28} {level:>9} {rate:>8.1f} {rate / single:>6.2f} "
+                    f"{_same(replies, expected):>15} {_same(replies, first):>16}"
+                )
         if grammar:
             raw = raw_decode_rate()
             print(
                 f"raw llama_decode, batch 1, 1 thread: {raw:.1f} tok/s; one-at-a-time path with "
                 f"grammar at {single / raw:.2f} of it"
             )
+
+
+def _same(replies: list[str], reference: list[str]) -> str:
+    """How many replies are byte-identical to the reference's, as ``k/n``."""
+    return f"{sum(a == b for a, b in zip(replies, reference, strict=True))}/{len(replies)}"
+
+
+def sampler_cost(request: BackendRequest, steps: int = 60) -> None:
+    """CPU time per token of the grammar sampler: llama-cpp-python's full chain (the grammar over
+    the whole vocabulary) against :class:`ConstrainedSampler`, on the same logits (process time,
+    so the ratio holds on a busy machine); they must pick the same tokens."""
+    import llama_cpp.llama_cpp as raw
+
+    backend = make_llamacpp("smollm2-wm", {"engine": "batched", "n_threads": 1})
+    llm = backend._main()
+    engine = BatchEngine(llm, parallel=1, n_ctx=backend.options.n_ctx, threads=1)
+    plan = backend._plan(request, [])
+    formatted = backend._formatter(messages=[m.model_dump() for m in request.messages])
+    prompt = llm.tokenize(formatted.prompt.encode(), add_bos=False, special=True)
+    fast, full = ConstrainedSampler(llm, plan), _chain(llm, plan, grammar=True)
+    spent = {"full": 0.0, "fast": 0.0}
+    index, done = engine._prefill(prompt, 0), 0
+    try:
+        for step in range(steps):
+            start = time.process_time()
+            token = full.sample(engine._ctx, index)
+            middle = time.process_time()
+            same = fast.sample(engine._ctx, index) == token
+            spent["full"] += middle - start
+            spent["fast"] += time.process_time() - middle
+            done += 1
+            if not same:
+                print(f"sampler check: token {step} differs from the full chain's")
+                return
+            if raw.llama_vocab_is_eog(llm._model.vocab, token):
+                break
+            engine._decode([(token, len(prompt) + step, 0, True)])
+            index = 0
+    finally:
+        engine.close()
+    full_ms, fast_ms = (1000 * spent[k] / done for k in ("full", "fast"))
+    print(
+        f"grammar sampler, {done} tokens: full chain {full_ms:.2f} ms CPU/token, best tokens "
+        f"only {fast_ms:.2f} ({full_ms / fast_ms:.1f}x less), same tokens"
+    )
 
 
 #: Runs the ``cogwm`` command line in a fresh interpreter (the package has no ``__main__``).
@@ -226,6 +292,7 @@ def main() -> None:
             {usable_cores() if x == "all" else int(x) for x in args.threads.split(",")}
         )
         levels = [int(x) for x in args.levels.split(",")]
+        sampler_cost(recorded[0])
         throughput_table(widen(recorded, args.requests), levels, threads)
     if args.end_to_end:
         end_to_end(args.card_items)

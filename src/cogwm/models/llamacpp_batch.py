@@ -6,11 +6,19 @@ sequence's cells at other offsets and changes its logits). A single decode threa
 requests in flight: between steps it admits new ones, evaluating each prompt in its own decode
 call, then decodes the next token of every running sequence in one call. Each request keeps its
 own sampler chain (seed, temperature, grammar), stop strings and token limit, built and applied
-as llama-cpp-python's ``create_chat_completion`` builds and applies them, so that a request's
-reply is the one the one-at-a-time path gives wherever llama.cpp's logits are the same: always
-for a request decoded alone, not always for one decoded beside others (a batched step can move
-a logit by up to about 1 on this llama.cpp build, so sampled replies can part at near-ties).
-Batched models therefore have their own identity (``~batch1``) and reply-cache entries.
+as llama-cpp-python's ``create_chat_completion`` builds and applies them.
+
+Which replies equal the one-at-a-time path's: for the quantized weights llama.cpp computes a row
+of a batch to the same bits whatever else is in the batch. For the F16 tensors of a LoRA adapter
+it does not: a product with a single column takes another kernel than one with several (the
+one-column kernel rounds the activations to F16 first), and the attention of a step changes with
+which sequences (KV streams) it spans; a logit then moves by up to about 1 a few steps later. So
+every step has one row per sequence of the context, in sequence order: the pending token of each
+running sequence and a placeholder token in each idle one (and in one scratch sequence, so that
+even ``parallel=1`` steps have two rows). Every step then has the same shape, and a request's
+reply no longer depends on what else is in flight or in which sequence it runs. Without an
+adapter the replies are the one-at-a-time path's to the byte; with one they can part from it at
+near-ties, so batched models have their own identity (``~batch2``) and reply-cache entries.
 
 Threads: the process has one budget, the cores it may run on (``os.sched_getaffinity``). Every
 engine decodes with that many threads, under one process-wide lock, so the engines of a process
@@ -35,10 +43,14 @@ if TYPE_CHECKING:
 
 #: Changes whenever the engine can produce other tokens than before for the same request; it is
 #: part of the model identity of batched models, so that their cached replies stay apart.
-ENGINE_VERSION = "batch1"
+#: (batch2: every step has one row per sequence, so a reply no longer depends on the others.)
+ENGINE_VERSION = "batch2"
 
 #: ``batched`` decodes the requests in flight together; anything else, one at a time.
 ENGINE_ENV = "COGWM_LLAMA_ENGINE"
+
+#: The token of a placeholder row (any token would do: its logits are never read).
+_PLACEHOLDER_TOKEN = 0
 
 #: One decode (prompt evaluation or step) of any engine at a time: they share the thread budget.
 _DECODE_LOCK = threading.Lock()
@@ -55,9 +67,9 @@ def usable_cores() -> int:
 def engine_from_env() -> str:
     """``batched`` when ``$COGWM_LLAMA_ENGINE`` says so, else ``single``.
 
-    Not the default: on this llama.cpp build a sequence decoded beside others can get other
-    logits than alone (up to about 1 in a step), so sampled replies can differ from the
-    one-at-a-time path's, and a model's identity (and the validity card found by it) with them.
+    Not the default: with a LoRA adapter the batched steps compute the adapter's products with
+    another llama.cpp kernel than one-at-a-time decoding, so replies can differ from the single
+    path's at near-ties, and a model's identity (and the validity card found by it) with them.
     """
     return "batched" if os.environ.get(ENGINE_ENV, "").strip().lower() == "batched" else "single"
 
@@ -153,8 +165,9 @@ class BatchEngine:
         # Start from the one-at-a-time instance's parameters (flash attention, cache types,
         # batch sizes), so that a sequence's logits are computed the same way.
         ctypes.pointer(params)[0] = self.llm.context_params
-        params.n_seq_max = self.parallel
-        params.n_ctx = self.n_ctx * self.parallel
+        # One sequence more than requests: the scratch sequence of placeholder rows.
+        params.n_seq_max = self.parallel + 1
+        params.n_ctx = self.n_ctx * (self.parallel + 1)
         params.kv_unified = False
         params.n_threads = self.threads
         params.n_threads_batch = self.threads
@@ -175,8 +188,8 @@ class BatchEngine:
     def _new_batch(self) -> Any:
         import llama_cpp.llama_cpp as raw
 
-        size = max(self.llm.n_batch, self.parallel)
-        batch = raw.llama_batch_init(size, 0, self.parallel)
+        size = max(self.llm.n_batch, self.parallel + 1)
+        batch = raw.llama_batch_init(size, 0, self.parallel + 1)
         if batch is None:
             raise BackendError(FailureKind.SERVER, "cannot allocate a llama.cpp batch")
         return batch
@@ -280,19 +293,35 @@ class BatchEngine:
         if not going:
             return
         try:
-            self._decode(
-                [
-                    (r.pending, len(r.job.tokens) + len(r.completion) - 1, r.slot, True)
-                    for r in going
-                ]
-            )
-            for index, running in enumerate(going):
-                running.pending = running.sampler.sample(self._ctx, index)
+            self._decode(self._step_rows(going))
+            for running in going:
+                running.pending = running.sampler.sample(self._ctx, running.slot)
         except BackendError as exc:
             for running in going:
                 if not running.job.future.done():
                     running.job.future.set_exception(exc)
                 self._finish(running, result=False)
+
+    def _step_rows(self, going: list[_Running]) -> list[tuple[int, int, int, bool]]:
+        """One row per sequence of the context, in sequence order: the pending token of each
+        running one, a placeholder in the others (see the module docstring for why the shape of
+        a step never changes). Row ``i`` is sequence ``i``, so its logits are at index ``i``."""
+        import llama_cpp.llama_cpp as raw
+
+        memory = raw.llama_get_memory(self._ctx.ctx)
+        by_slot = {r.slot: r for r in going}
+        rows: list[tuple[int, int, int, bool]] = []
+        for slot in range(self.parallel + 1):
+            running = by_slot.get(slot)
+            if running is not None:
+                position = len(running.job.tokens) + len(running.completion) - 1
+                rows.append((running.pending, position, slot, True))
+            else:
+                # The placeholder's one cell is cleared each time: an idle sequence never grows
+                # (a job that takes the slot clears it anyway).
+                raw.llama_memory_seq_rm(memory, slot, -1, -1)
+                rows.append((_PLACEHOLDER_TOKEN, 0, slot, True))
+        return rows
 
     def _advance(self, running: _Running) -> bool:
         """Add the pending token to the reply as ``Llama._create_completion`` does; True when
@@ -369,9 +398,25 @@ def _multibyte_fix(text: bytes, current: int) -> int:
     return fix
 
 
+#: ``create_chat_completion``'s fixed sampler settings (``Llama._init_sampler``).
+_TOP_K = 40
+_MIN_P = 0.05
+
+#: How many of the best tokens the grammar checks first, then next; the rest only if needed.
+_GRAMMAR_CHUNKS = (64, 1024)
+
+
 def _sampler(llm: Llama, plan: SamplingPlan) -> Any:
+    """How a request samples: :class:`ConstrainedSampler` with a grammar, else :func:`_chain`."""
+    if plan.grammar is not None:
+        return ConstrainedSampler(llm, plan)
+    return _chain(llm, plan, grammar=True)
+
+
+def _chain(llm: Llama, plan: SamplingPlan, *, grammar: bool) -> Any:
     """The sampler chain ``Llama._init_sampler`` builds for ``create_chat_completion``'s
-    arguments (top_k 40, min_p 0.05, typical_p 1.0, no mirostat)."""
+    arguments (top_k 40, min_p 0.05, typical_p 1.0, no mirostat); ``grammar`` False leaves out
+    the plan's grammar."""
     from llama_cpp import _internals
 
     sampler: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
@@ -382,15 +427,137 @@ def _sampler(llm: Llama, plan: SamplingPlan) -> Any:
         penalty_freq=0.0,
         penalty_present=0.0,
     )
-    if plan.grammar is not None:
+    if grammar and plan.grammar is not None:
         sampler.add_grammar(llm._model, plan.grammar)
+    _add_tail(sampler, plan)
+    return sampler
+
+
+def _add_tail(sampler: Any, plan: SamplingPlan) -> None:
+    """The samplers after penalties and grammar, as ``Llama._init_sampler`` adds them."""
     if plan.temperature == 0.0:
         sampler.add_greedy()
     else:
-        sampler.add_top_k(40)
+        sampler.add_top_k(_TOP_K)
         sampler.add_typical(1.0, 1)
         sampler.add_top_p(plan.top_p, 1)
-        sampler.add_min_p(0.05, 1)
+        sampler.add_min_p(_MIN_P, 1)
         sampler.add_temp(plan.temperature)
         sampler.add_dist(plan.seed)
-    return sampler
+
+
+class ConstrainedSampler:
+    """``create_chat_completion``'s chain (penalties, grammar, top-k 40, typical 1, top-p, min-p
+    0.05, temperature, seeded draw), with the grammar applied to the best tokens only.
+
+    The full chain runs the grammar over the whole vocabulary at every token, which costs more
+    than decoding it. Yet what the draw sees depends only on the best grammar-valid tokens: the
+    first 40 in logit order (top-k), and of those only the ones within a factor 0.05 of the best
+    (min-p). So the grammar checks the best tokens in logit order, 64 then 1,024 then the rest,
+    until it has those; the draw (or greedy choice) then runs on exactly the array the full chain
+    hands it after top-k, with the same random state: the same token, to the bit. The penalties,
+    grammar and draw keep their own state across tokens, as in the chain.
+    """
+
+    def __init__(self, llm: Llama, plan: SamplingPlan) -> None:
+        import numpy as np
+        from llama_cpp import _internals
+
+        self.penalties: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
+        self.penalties.add_penalties(
+            n_vocab=llm.n_vocab(),
+            penalty_last_n=llm.last_n_tokens_size,
+            penalty_repeat=plan.repeat_penalty,
+            penalty_freq=0.0,
+            penalty_present=0.0,
+        )
+        self.grammar: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
+        self.grammar.add_grammar(llm._model, plan.grammar)
+        self.tail: Any = _internals.LlamaSampler()  # type: ignore[no-untyped-call]
+        _add_tail(self.tail, plan)
+        self.wanted = 1 if plan.temperature == 0.0 else _TOP_K
+        # With top-p below 1 the top-k tokens' weights matter, not only the min-p survivors.
+        self.min_p_cut = plan.temperature != 0.0 and plan.top_p >= 1.0
+        self.n_vocab = llm.n_vocab()
+        self.data = np.zeros(self.n_vocab, dtype=_token_data_dtype())
+        self.data["id"] = np.arange(self.n_vocab, dtype=np.int32)
+
+    def sample(self, ctx: Any, index: int) -> int:
+        """The next token from the logits of batch row ``index`` of ``ctx`` (accepted into the
+        penalties, grammar and draw, as ``llama_sampler_sample`` accepts it)."""
+        import llama_cpp.llama_cpp as raw
+        import numpy as np
+
+        logits = np.ctypeslib.as_array(
+            raw.llama_get_logits_ith(ctx.ctx, index), shape=(self.n_vocab,)
+        )
+        data = self.data
+        data["logit"] = logits
+        data["p"] = 0.0
+        _apply(self.penalties, data, is_sorted=False)
+        candidates = self._best_valid(data)
+        token = _apply(self.tail, candidates, is_sorted=True)
+        for sampler in (self.penalties, self.grammar, self.tail):
+            raw.llama_sampler_accept(sampler.sampler, token)
+        return token
+
+    def _best_valid(self, data: Any) -> Any:
+        """The best grammar-valid tokens, best first (ties: lower id first), as many as the
+        draw can see: ``wanted`` of them, fewer once no token left could pass min-p."""
+        import numpy as np
+
+        logits = data["logit"]
+        found: list[Any] = []
+        count = 0
+        upper = np.inf
+        for size in (*_GRAMMAR_CHUNKS, self.n_vocab):
+            lower = -np.inf if size >= self.n_vocab else np.partition(logits, -size)[-size]
+            chunk = data[(logits >= lower) & (logits < upper)]
+            chunk = chunk[np.lexsort((chunk["id"], -chunk["logit"]))]
+            _apply(self.grammar, chunk, is_sorted=True)
+            valid = chunk[chunk["logit"] != -np.inf]
+            found.append(valid)
+            count += len(valid)
+            upper = lower
+            if count >= self.wanted or (count and self._beyond_min_p(found, lower)):
+                break
+        best = np.concatenate(found)[: self.wanted]
+        if not len(best):
+            raise BackendError(FailureKind.SERVER, "the grammar allows no token")
+        return best
+
+    def _beyond_min_p(self, found: list[Any], lower: float) -> bool:
+        """Whether every token not yet checked (all below ``lower``) would fall to min-p."""
+        import math
+
+        if not self.min_p_cut:
+            return False
+        best = next(float(part["logit"][0]) for part in found if len(part))
+        return lower < best + math.log(_MIN_P) - 1e-3
+
+    def close(self) -> None:
+        """Free the samplers."""
+        for sampler in (self.penalties, self.grammar, self.tail):
+            sampler.close()
+
+
+def _token_data_dtype() -> Any:
+    """numpy's layout of ``llama_token_data`` (id, logit, p)."""
+    import numpy as np
+
+    return np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+def _apply(sampler: Any, data: Any, *, is_sorted: bool) -> int:
+    """Run ``sampler`` over ``data`` in place; the token it selected (-1: none)."""
+    import llama_cpp.llama_cpp as raw
+
+    array = raw.llama_token_data_array(
+        data=data.ctypes.data_as(raw.llama_token_data_p),
+        size=len(data),
+        selected=-1,
+        sorted=is_sorted,
+    )
+    raw.llama_sampler_apply(sampler.sampler, ctypes.byref(array))
+    # Read through the array: a sampler may have pointed it at a buffer of its own.
+    return -1 if array.selected < 0 else int(array.data[array.selected].id)
