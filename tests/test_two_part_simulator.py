@@ -189,3 +189,34 @@ def test_the_world_model_sees_the_world_model_format(model_file: Path) -> None:
     assert isinstance(messages[0], Message)
     assert "You: I feel awful." in messages[1].content
     assert messages[1].content.endswith("Give your new state and your reply.")
+
+
+def test_an_arena_run_plays_the_two_part_user(
+    model_file: Path, tmp_path: Path, isolated_cache: None
+) -> None:
+    """The arena config's python simulator with both files: every simulated user turn carries
+    the world model's words (not the transition model's fixed line) and a state."""
+    from cogwm.simulator.transition.simulator import UTTERANCE
+    from cogwm.store import RunStore
+    from cogwm.validate import sensitivity as check
+
+    plan = check.Plan(
+        simulator=f"two-part:{model_file}@fake:schema", folder=tmp_path / "runs",
+        tasks=("ESC",), scenarios=3, rounds=3, seed=1,
+    )  # fmt: skip
+    (result,) = check.run_sensitivity(plan, show_progress=False, n_resamples=50)
+    assert result.n_failed == 0
+    (db,) = sorted((tmp_path / "runs").glob("*.sqlite"))
+    with RunStore(db) as store:
+        run = store.run()
+        assert run is not None and "two-part:transition:esc.json@" in run.config_json
+        said = [
+            t
+            for c in store.conversations(run.id)
+            for t in store.turns(c.id)
+            if t.role == "user" and t.phase == Phase.SIMULATED
+        ]
+    # Every conversation (scenarios x scripted agents) has its user's turns (the fake's random
+    # ``leave`` may end one after its first).
+    assert len({t.conversation_id for t in said}) == 3 * 3
+    assert all(t.text and t.text != UTTERANCE and t.state_json for t in said)
