@@ -1,6 +1,6 @@
 """The two-part simulated user on the real world model (``llamacpp:smollm2-wm``), its transition
-model fitted on real ESConv labels: two rounds, the words are text, the state is the transition
-model's."""
+model fitted on real labels (ESConv's emotions, PersuasionForGood's desire and intention
+scores): two rounds, the words are text, the state is the transition model's."""
 
 from __future__ import annotations
 
@@ -40,28 +40,40 @@ class _EveryTurn:
 
 
 def _fitted(data_dir: Path, path: Path, dialogues: int = 60) -> Path:
+    """A transition model of ESConv's emotions and P4G's desire and intention scores, fitted on
+    the first ``dialogues`` of each."""
     extensions.register()
     rows: list[Row] = []
-    for item in islice(labelled_dialogues("esconv", data_dir), dialogues):
-        found, _ = dialogue_rows(item, _EveryTurn(), 8, frozenset())  # type: ignore[arg-type]
-        rows.extend(found)
+    for corpus in ("esconv", "persuasionforgood"):
+        for item in islice(labelled_dialogues(corpus, data_dir), dialogues):
+            found, _ = dialogue_rows(item, _EveryTurn(), 8, frozenset())  # type: ignore[arg-type]
+            rows.extend(found)
     save_model(fit_model(rows, Settings(), {"rows": len(rows)}), path)
     return path
 
 
+@pytest.fixture(scope="module")
+def transition_file(real_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _fitted(real_data_dir, tmp_path_factory.mktemp("two_part_real") / "transition.json")
+
+
+@pytest.mark.parametrize("task_name", ["ESC", "PD"])
 def test_two_rounds_on_the_real_world_model(
-    real_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    transition_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    task_name: str,
 ) -> None:
     monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    path = _fitted(real_data_dir, tmp_path / "esc.json")
-    simulator = TwoPartSimulator(str(path), "llamacpp:smollm2-wm", write_items=False)
-    alone = TransitionSimulator(str(path))
-    task = tasks.get("ESC")
+    simulator = TwoPartSimulator(str(transition_file), "llamacpp:smollm2-wm", write_items=False)
+    alone = TransitionSimulator(str(transition_file))
+    task = tasks.get(task_name)
     setup = UserSetup(context="I lost my job and feel lost.", profile=Profile.neutral())
     first = ArenaTurn(
         index=0, round=0, role=Role.USER, phase=Phase.COLD_START, text="I lost my job."
     )
     turns = [first.model_copy(update={"state": simulator.read_state(task, setup, [first])})]
+    scored = 0
     for round_, line in enumerate(AGENT_LINES, start=1):
         turns.append(
             ArenaTurn(
@@ -71,9 +83,13 @@ def test_two_rounds_on_the_real_world_model(
         out = simulator.respond(task, setup, turns, seed=round_)
         assert any(c.isalpha() for c in out.text), out.text
         assert out.state == alone.respond(task, setup, turns, seed=round_).state
+        assert out.state is not None
+        scored += sum(i.score is not None for i in out.state.desires + out.state.intentions)
         turns.append(
             ArenaTurn(
                 index=len(turns), round=round_, role=Role.USER, phase=Phase.SIMULATED,
                 text=out.text, state=out.state,
             )
         )  # fmt: skip
+    if task_name == "PD":
+        assert scored  # the scores too are the transition model's, not only the emotion
