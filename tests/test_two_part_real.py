@@ -65,7 +65,7 @@ def test_two_rounds_on_the_real_world_model(
     task_name: str,
 ) -> None:
     monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
-    simulator = TwoPartSimulator(str(transition_file), "llamacpp:smollm2-wm", write_items=False)
+    simulator = TwoPartSimulator(str(transition_file), "llamacpp:smollm2-wm")
     alone = TransitionSimulator(str(transition_file))
     task = tasks.get(task_name)
     setup = UserSetup(context="I lost my job and feel lost.", profile=Profile.neutral())

@@ -88,9 +88,9 @@ def test_the_state_is_the_transition_models_and_the_words_the_world_models(
     register_fake("two-part-wm", lambda _messages: _answer(expected, SAID))
     register_fake("two-part-fixed", lambda _m: _answer(expected, SAID, own_texts=False))
     try:
-        simulator = TwoPartSimulator(str(model_file), "fake:two-part-wm")
+        simulator = TwoPartSimulator(str(model_file), "fake:two-part-wm", write_items=True)
         out = simulator.respond(TASK, SETUP, turns, seed=3)
-        fixed = TwoPartSimulator(str(model_file), "fake:two-part-fixed", write_items=False)
+        fixed = TwoPartSimulator(str(model_file), "fake:two-part-fixed")
         fixed_out = fixed.respond(TASK, SETUP, turns, seed=3)
     finally:
         unregister_fake("two-part-wm")
@@ -151,8 +151,8 @@ def test_the_identity_names_both_parts(
     save_model(fit_model(_rows(60), Settings(features="per-task"), {"rows": 60}), other_fit)
     assert TwoPartSimulator(str(other_fit), "fake:schema").identity != simulator.identity
     assert TwoPartSimulator(str(model_file), "fake:echo").identity != simulator.identity
-    fixed = TwoPartSimulator(str(model_file), "fake:schema", write_items=False)
-    assert fixed.identity != simulator.identity
+    writing = TwoPartSimulator(str(model_file), "fake:schema", write_items=True)
+    assert writing.identity != simulator.identity
     with pytest.raises(ConfigError, match="two-part simulator"):
         TwoPartSimulator(str(model_file), "no-such-kind")
 
@@ -178,7 +178,7 @@ def test_validate_addresses_name_the_file_and_the_model(model_file: Path) -> Non
     assert two_part_options("a@b.json@fake:schema") == {"path": "a@b.json", "model": "fake:schema"}
     loaded = load_simulator(f"two-part:{model_file}@fake:schema")
     assert loaded.identity.startswith("two-part:transition:esc.json@")
-    assert loaded.identity.endswith("+fake:schema+items")
+    assert loaded.identity.endswith("+fake:schema+fixed-items")
 
 
 def test_the_world_model_sees_the_world_model_format(model_file: Path) -> None:

@@ -4,9 +4,9 @@ Each user turn the transition model (:class:`~.simulator.TransitionSimulator`) p
 state; the world model (by default ``llamacpp:smollm2-wm``) is then asked for its usual JSON
 answer under an output model whose state part is fixed to that prediction (every emotion field
 and item score a one-value ``Literal``, so grammar-constrained decoding writes exactly those
-values), and writes only what is left free: the ``utterance``, ``leave`` and, unless
-``write_items`` is off, the text of each belief, desire and intention (the transition model only
-scores items; its own texts are the task's dimension meanings or the previous turn's texts).
+values), and writes only what is left free: the ``utterance``, ``leave`` and, with
+``write_items``, the text of each belief, desire and intention (the transition model only scores
+items; its own texts are the task's dimension meanings or the previous turn's texts).
 So the utterance is conditioned on the state as the world model was trained: state first, in
 the same keys and order. Run it as the arena's simulator::
 
@@ -69,7 +69,9 @@ class TwoPartSimulator:
     Args:
         path: The transition model file ``cogwm train transition`` wrote.
         model: The world model's address.
-        write_items: Whether the world model writes the item texts (else they are fixed too).
+        write_items: Whether the world model writes the item texts (default: they are fixed
+            too; smollm2-wm, shown the previous state, mostly copies its item text cut at the
+            60-character limit, score and all, so its texts add nothing).
         temperature: The world model's sampling temperature.
         max_tokens: The world model's token budget per turn.
         history_turns: Turns of the conversation the world model sees.
@@ -83,7 +85,7 @@ class TwoPartSimulator:
         path: str,
         model: str = DEFAULT_WORLD_MODEL,
         *,
-        write_items: bool = True,
+        write_items: bool = False,
         temperature: float = 0.3,
         max_tokens: int = 300,
         history_turns: int = 8,
