@@ -50,8 +50,10 @@ def validate(
         typer.Option(
             "--simulator",
             help="A simulator that is not a model, its states read in prediction mode: "
-            "python:package.module:factory (e.g. python:cogwm.simulator.rule:SentimentMeter) or "
-            "transition:FILE (from `cogwm train transition`).",
+            "python:package.module:factory (e.g. python:cogwm.simulator.rule:SentimentMeter), "
+            "transition:FILE (from `cogwm train transition`) or two-part:FILE[@MODEL] (that "
+            "transition model's states, the world model's utterances; default "
+            "llamacpp:smollm2-wm).",
             show_default=False,
         ),
     ] = None,

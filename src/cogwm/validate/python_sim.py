@@ -2,13 +2,15 @@
 the user's state, read on the card's items in prediction mode.
 
 ``cogwm validate --simulator ADDRESS`` takes ``python:package.module:factory`` (e.g.
-``python:cogwm.simulator.rule:SentimentMeter``) or ``transition:FILE`` (a fitted transition
-model). Each item's input becomes an arena conversation: its shown turns, with the previous
-state shown on the user's last turn before the agent's (where none is shown, the simulator's
-own opening reading of those turns stands in, as in the arena, and where the shown state has
-no emotion, the opening reading's emotion); the simulator's ``respond`` then gives the state
-the card scores, exactly as it would in the arena. An item with no agent turn shown yet (the
-user speaks first) is answered by the simulator's opening reading.
+``python:cogwm.simulator.rule:SentimentMeter``), ``transition:FILE`` (a fitted transition
+model) or ``two-part:FILE[@MODEL]`` (that transition model's states, a world model's
+utterances; the world model ``llamacpp:smollm2-wm`` unless named). Each item's input becomes an
+arena conversation: its shown turns, with the previous state shown on the user's last turn
+before the agent's (where none is shown, the simulator's own opening reading of those turns
+stands in, as in the arena, and where the shown state has no emotion, the opening reading's
+emotion); the simulator's ``respond`` then gives the state the card scores, exactly as it would
+in the arena. An item with no agent turn shown yet (the user speaks first) is answered by the
+simulator's opening reading.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ if TYPE_CHECKING:
 
 #: The transition model's Python simulator (``transition:FILE`` addresses).
 TRANSITION_FACTORY = "cogwm.simulator.transition.simulator:TransitionSimulator"
+#: The two-part simulator (``two-part:FILE[@MODEL]`` addresses).
+TWO_PART_FACTORY = "cogwm.simulator.transition.two_part:TwoPartSimulator"
 #: What stands for the user's turn when a shown history has none before the agent's.
 EMPTY_USER_TURN = "..."
 
 
 def load_simulator(address: str) -> PythonSimulator:
-    """The Python simulator of ``address`` (``python:module:factory`` or ``transition:FILE``).
+    """The Python simulator of ``address`` (``python:module:factory``, ``transition:FILE`` or
+    ``two-part:FILE[@MODEL]``).
 
     Raises:
         InputError: Another kind of address.
@@ -47,9 +52,21 @@ def load_simulator(address: str) -> PythonSimulator:
         return python_simulator(rest, {})
     if kind == "transition" and rest:
         return python_simulator(TRANSITION_FACTORY, {"path": rest})
+    if kind == "two-part" and rest:
+        return python_simulator(TWO_PART_FACTORY, two_part_options(rest))
     raise InputError(
-        f"--simulator {address!r}: expected python:package.module:factory or transition:FILE"
+        f"--simulator {address!r}: expected python:package.module:factory, transition:FILE "
+        "or two-part:FILE[@MODEL]"
     )
+
+
+def two_part_options(rest: str) -> dict[str, str]:
+    """The two-part simulator's options from ``FILE[@MODEL]`` (a model address has a kind
+    before a colon, so an ``@`` inside a file name is left alone)."""
+    path, at, model = rest.rpartition("@")
+    if at and path and ":" in model:
+        return {"path": path, "model": model}
+    return {"path": rest}
 
 
 def is_python_simulator(simulator: object) -> bool:

@@ -97,7 +97,13 @@ def passes(
 
 def simulator_section(address: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``[simulator]`` of a run: ``python:<package.module:factory>``, ``transition:FILE``
-    (a fitted transition model, as ``cogwm validate --simulator`` takes it) or a model address."""
+    (a fitted transition model, as ``cogwm validate --simulator`` takes it),
+    ``two-part:FILE[@MODEL]`` (its states and a world model's words) or a model address."""
+    if address.startswith("two-part:"):
+        from cogwm.validate.python_sim import TWO_PART_FACTORY, two_part_options
+
+        found = two_part_options(address.removeprefix("two-part:"))
+        return {"python": TWO_PART_FACTORY, "options": {**(options or {}), **found}}
     if address.startswith("transition:"):
         from cogwm.validate.python_sim import TRANSITION_FACTORY
 
