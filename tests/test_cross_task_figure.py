@@ -201,3 +201,16 @@ def test_report_plots_write_the_bdie_panels(run_db: Path, tmp_path: Path) -> Non
     assert cogwm("arena", "report", "--db", run_db, "--plots", plots) == 0
     png = plots / "cross_task_trajectory_bdie.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_page_draws_the_bdie_panels(run_db: Path) -> None:
+    with RunStore(run_db, create=False) as store:
+        html = report_html(store, n_resamples=RESAMPLES)
+    start = html.index('<div id="cross-task-bdie"')
+    section = html[start : html.index("<h3>All turns</h3>", start)]
+    for name in ("emotion (valence × intensity)", "belief", "desire", "intention"):
+        assert f"Cross-task mean {name} over 5 regions" in section
+    elements = Page(section).elements
+    lines = [a["data-series"] for t, a in elements if t == "path" and "data-series" in a]
+    # Three agents with trajectories, one line each in every panel; none for the cut-back arm.
+    assert len(lines) == 4 * 3 and BROKEN + " (n=" not in section
