@@ -136,3 +136,26 @@ def test_parse_history_keeps_a_turn_spanning_lines() -> None:
         ("user", "ok"),
     ]
     assert parse_history("(nothing said yet)", "Supporter: ") == []
+
+
+def test_a_fitted_transition_model_predicts_a_split(tmp_path: Path) -> None:
+    """transition:FILE, the other non-model address: trained on the split's own corpora, it
+    writes one state per sample, and score fidelity scores them."""
+    from helpers_validate import write_corpora
+
+    data_dir = write_corpora(tmp_path / "data")
+    samples = _build(data_dir, tmp_path / "samples", "dailydialog", "annomi")
+    model = tmp_path / "transition.json"
+    args = ["--samples", samples.parent, "--data-dir", data_dir, "--max-features", "50"]
+    assert cogwm("train", "transition", *args, "--out", model) == 0
+    out = tmp_path / "t.jsonl"
+    address = f"transition:{model}"
+    assert cogwm("simulate", "--samples", samples, "--simulator", address, "--out", out) == 0
+    lines = _lines(out)
+    predict = [s for s in read_samples(samples) if s.mode == "predict"]
+    assert len(lines) == len(predict) and all(x["model"] == address for x in lines)
+    assert any(x["state"] is not None for x in lines)
+    result = runner.invoke(
+        score_app, ["fidelity", str(out), str(samples), "--json", "--resamples", "20"]
+    )
+    assert result.exit_code == 0, result.output
