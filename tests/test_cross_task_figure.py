@@ -166,3 +166,51 @@ def test_page_draws_one_line_per_agent_with_its_swatch(run_db: Path) -> None:
         assert f"{arm} (n={sum(c.arm == arm for c in data.conversations)})" in figure
     assert BROKEN + " (n=" not in figure
     assert f"no line for {BROKEN}" in html and "4 conversation(s) with fewer than 2" in html
+
+
+# ------------------------------------------------------------------ the BDI/E panels
+
+
+def test_bdie_panels_keep_an_empty_dimension_unknown(run_db: Path) -> None:
+    """Under the report's ``zero`` policy an empty belief is 0 in the per-task lines; in the
+    cross-task panels it stays unknown: an arm whose beliefs are all empty draws no belief line,
+    and one whose last belief is empty has no last region (no Δ)."""
+    with RunStore(run_db, create=False) as store:
+        data = load_run(store)
+    arms = sorted({c.arm for c in data.conversations} - {BROKEN})
+    emptied, cut = arms[0], arms[1]
+    for c in data.conversations:
+        if c.arm == emptied:
+            c.states[:] = [s.model_copy(update={"beliefs": []}) for s in c.states]
+        elif c.arm == cut:
+            c.states[-1] = c.states[-1].model_copy(update={"beliefs": []})
+    beliefs = {c.arm: c for c in cross_task_curves(data, n_resamples=RESAMPLES, dimension="belief")}
+    assert (beliefs[emptied].n, beliefs[emptied].mean) == (0, [None] * 5)
+    assert beliefs[cut].n > 0 and beliefs[cut].mean[-1] is None and beliefs[cut].delta is None
+    # The emotion panel's first region is the mean first e = valence x intensity.
+    emotion = {
+        c.arm: c for c in cross_task_curves(data, n_resamples=RESAMPLES, dimension="emotion")
+    }
+    mine = [c for c in data.conversations if c.arm == cut]
+    first = [c.states[0].emotion.quantified for c in mine if c.states[0].emotion is not None]
+    assert emotion[cut].mean[0] == pytest.approx(np.mean(first))
+
+
+def test_report_plots_write_the_bdie_panels(run_db: Path, tmp_path: Path) -> None:
+    plots = tmp_path / "plots"
+    assert cogwm("arena", "report", "--db", run_db, "--plots", plots) == 0
+    png = plots / "cross_task_trajectory_bdie.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_page_draws_the_bdie_panels(run_db: Path) -> None:
+    with RunStore(run_db, create=False) as store:
+        html = report_html(store, n_resamples=RESAMPLES)
+    start = html.index('<div id="cross-task-bdie"')
+    section = html[start : html.index("<h3>All turns</h3>", start)]
+    for name in ("emotion (valence × intensity)", "belief", "desire", "intention"):
+        assert f"Cross-task mean {name} over 5 regions" in section
+    elements = Page(section).elements
+    lines = [a["data-series"] for t, a in elements if t == "path" and "data-series" in a]
+    # Three agents with trajectories, one line each in every panel; none for the cut-back arm.
+    assert len(lines) == 4 * 3 and BROKEN + " (n=" not in section

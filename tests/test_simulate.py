@@ -371,3 +371,27 @@ def test_extension_labels_of_the_targets_are_registered_in_a_fresh_process(split
     )
     done = subprocess.run([sys.executable, "-c", code, str(split)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_judge_columns_are_per_dataset(split: Path, tmp_path: Path) -> None:
+    out = tmp_path / "p.jsonl"
+    assert cogwm("simulate", "--samples", split, "--model", "fake:schema", "--out", out) == 0
+    scoring = ["fidelity", str(out), str(split), "--resamples", "20", "--judge", "fake:schema"]
+    result = runner.invoke(score_app, [*scoring, "--task", "ESC", "--json"])
+    assert result.exit_code == 0, result.output
+    judge = json.loads(result.stdout)["judge"]
+    predict = [s for s in read_samples(split) if s.mode == "predict"]
+    counts = Counter(s.corpus for s in predict)
+    assert set(judge["by_dataset"]) == set(counts)
+    # Every verdict is in exactly one dataset's row (a turn without a gold emotion is not
+    # asked about emotion, so a row may have fewer than its samples).
+    for metric, overall in judge["metrics"].items():
+        asked = {
+            k: m[metric]["n"] + m[metric]["n_failed"] if metric in m else 0
+            for k, m in judge["by_dataset"].items()
+        }
+        assert all(asked[k] <= counts[k] for k in asked)
+        assert sum(asked.values()) == overall["n"] + overall["n_failed"] > 0
+    text = runner.invoke(score_app, [*scoring, "--task", "ESC"]).stdout
+    judged = text.split("judge fake:schema")[1]
+    assert all(f"│ {row}" in judged for row in ("all", *counts))

@@ -129,8 +129,8 @@ def test_figures_are_inline_svg(html: str) -> None:
     page = Page(html)
     titles = [t for t, _ in page.elements if t == "svg"]
     # 2 tasks x 5 dimensions + 2 grids of 2 tasks x 4 dimensions + the cross-task mean
-    # trajectory + the heatmap.
-    assert len(titles) == 10 + 16 + 1 + 1
+    # trajectory and its 4 BDI/E panels + the heatmap.
+    assert len(titles) == 10 + 16 + 1 + 4 + 1
     assert html.count("Δ") > 16
 
 

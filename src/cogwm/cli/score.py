@@ -123,12 +123,16 @@ def fidelity(
     datasets = {key: record.dataset for key, record in gold_records.items()}
     rows = _fidelity_rows(samples, datasets, embedder, resamples=resamples, seed=seed)
     report = rows[ALL_ROW]
-    judged = _judge_turns(judge, samples, spec, resamples, seed) if judge else None
+    judged = _judge_turns(judge, samples, spec, datasets, (resamples, seed)) if judge else None
     if as_json:
         out: dict[str, Any] = report.model_dump(mode="json")
         out["by_dataset"] = {k: r.model_dump(mode="json") for k, r in rows.items() if k != ALL_ROW}
         if judged is not None:
-            out["judge"] = {"model": judge, "metrics": judged}
+            out["judge"] = {
+                "model": judge,
+                "metrics": judged[ALL_ROW],
+                "by_dataset": {k: v for k, v in judged.items() if k != ALL_ROW},
+            }
         print_json(out)
         return
     _print_fidelity(report)
@@ -182,9 +186,11 @@ def _judge_turns(
     address: str,
     samples: list[FidelitySample],
     task: TaskSpec | None,
-    resamples: int,
-    seed: int,
-) -> dict[str, Any]:
+    datasets: dict[str, str | None],
+    settings: tuple[int, int],
+) -> dict[str, dict[str, Any]]:
+    """The judge's summaries of all samples (row ``ALL_ROW``) and of each dataset's (the paper's
+    per-dataset layout), each verdict asked once; ``settings`` is (resamples, seed)."""
     from cogwm import models
     from cogwm.metrics.judge import judge_turns, summarize_judge
 
@@ -192,8 +198,21 @@ def _judge_turns(
     with err_console.status(f"judging {len(samples):,} samples with {address}"):
         verdicts = asyncio.run(judge_turns(model, samples, task=task))
     groups = {s.id: s.group for s in samples if s.group is not None}
-    summary = summarize_judge(verdicts, groups=groups or None, n_resamples=resamples, seed=seed)
-    return {name: s.model_dump(mode="json") for name, s in summary.items()}
+    resamples, seed = settings
+    parts: dict[str, list[Any]] = {ALL_ROW: list(verdicts)}
+    for verdict in verdicts:
+        name = datasets.get(verdict.sample_id)
+        if name is not None:
+            parts.setdefault(name, []).append(verdict)
+    return {
+        name: {
+            metric: summary.model_dump(mode="json")
+            for metric, summary in summarize_judge(
+                part, groups=groups or None, n_resamples=resamples, seed=seed
+            ).items()
+        }
+        for name, part in parts.items()
+    }
 
 
 def _print_fidelity(report: FidelityReport) -> None:
@@ -213,19 +232,23 @@ def _misses(m: MetricSummary) -> str:
     return f"{m.misses:,} ({m.miss_rate:.1%})" if m.miss_rate is not None else f"{m.misses:,}"
 
 
-def _print_judge(address: str, summary: dict[str, Any]) -> None:
-    table = Table(
-        "metric", "mean (1-5)", "95% CI", "n", "failed", "prompt", title=f"judge {address}"
-    )
-    for s in summary.values():
-        table.add_row(
-            s["name"],
-            _fmt(s["mean"], ".2f"),
-            _ci(s["ci_low"], s["ci_high"]),
-            f"{s['n']:,}",
-            f"{s['n_failed']:,}",
-            f"{s['prompt_id']} v{s['prompt_version']}",
-        )
+def _print_judge(address: str, rows: dict[str, dict[str, Any]]) -> None:
+    """The judge's scores in the paper's per-dataset layout: rows all and each dataset,
+    columns the judged metrics (mean 1-5, 95% CI, n and failed verdicts)."""
+    metrics = list(rows[ALL_ROW])
+    prompts = ", ".join(f"{s['prompt_id']} v{s['prompt_version']}" for s in rows[ALL_ROW].values())
+    table = Table("rows", *metrics, title=f"judge {address} (1-5)", caption=f"prompts: {prompts}")
+    for name, summary in rows.items():
+        cells = []
+        for metric in metrics:
+            s = summary.get(metric)
+            cells.append(
+                "-"
+                if s is None
+                else f"{_fmt(s['mean'], '.2f')}\n{_ci(s['ci_low'], s['ci_high'])}\n"
+                f"n={s['n']:,}, failed {s['n_failed']:,}"
+            )
+        table.add_row(name, *cells, end_section=True)
     console.print(table)
 
 

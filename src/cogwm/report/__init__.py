@@ -11,14 +11,19 @@ from cogwm.report.tables import ArenaReport, ArmRow, TaskRow, build_report
 
 def write_plots(data: RunData, report: ArenaReport, out_dir: Path) -> list[Path]:
     """Every figure of a run into ``out_dir``: trajectories per task and dimension, the
-    cross-task mean trajectory over five regions, heatmap."""
-    from cogwm.report.plots import correlation_heatmap, cross_task_plot, trajectory_plots
+    cross-task mean trajectory over five regions (the composite, and the BDI/E panels), heatmap."""
+    from cogwm.report.plots import (
+        correlation_heatmap,
+        cross_task_bdie_plot,
+        cross_task_plot,
+        trajectory_plots,
+    )
 
     with data.catalog.active():  # the run's own tasks, looked up by name in the figures
         written = trajectory_plots(data, out_dir)
         cross_task = cross_task_plot(data, out_dir / "cross_task_trajectory.png")
-    if cross_task is not None:
-        written.append(cross_task)
+        bdie = cross_task_bdie_plot(data, out_dir / "cross_task_trajectory_bdie.png")
+    written.extend(path for path in (cross_task, bdie) if path is not None)
     if report.correlations is not None:
         written.append(correlation_heatmap(report.correlations, out_dir / "correlations.png"))
     return written

@@ -97,6 +97,53 @@ def cross_task_plot(data: RunData, path: Path) -> Path | None:
     return _save(fig, plt, path, rect=(0.0, 0.07, 1.0, 1.0))
 
 
+#: The paper's BDI/E panels of the cross-task figure (the composite has its own figure).
+BDIE_PANELS = ("emotion", "belief", "desire", "intention")
+
+
+def _region_panel(ax: Any, data: RunData, dimension: str) -> str:
+    """One dimension's cross-task curves on ``ax``; returns the panel's caption."""
+    from cogwm.report.regions import (
+        PANEL_DIMENSIONS,
+        REGION_PROGRESS,
+        caption,
+        cross_task_curves,
+        delta_text,
+    )
+
+    every = cross_task_curves(data, dimension=dimension)
+    for curve in (c for c in every if c.n):
+        mean = np.array([np.nan if v is None else v for v in curve.mean])
+        sem = np.array([np.nan if v is None else v for v in curve.sem])
+        label = f"{curve.arm} (n={curve.n}) {delta_text(curve)}"
+        (line,) = ax.plot(REGION_PROGRESS, mean, marker="o", label=label)
+        ax.fill_between(REGION_PROGRESS, mean - sem, mean + sem, color=line.get_color(), alpha=0.12)
+    if not any(c.n for c in every):
+        ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(f"{PANEL_DIMENSIONS[dimension]}, ±1 SEM", fontsize=9)
+    ax.set_xlabel("dialogue progress (%), 5 regions")
+    ax.set_xticks(REGION_PROGRESS)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+    return f"{PANEL_DIMENSIONS[dimension]}: {caption(every, dimension)}"
+
+
+def cross_task_bdie_plot(data: RunData, path: Path) -> Path | None:
+    """The cross-task mean trajectory of emotion, belief, desire and intention, one panel each
+    over five regions of progress (paper Figure 5's BDI/E panels); None when no dimension has a
+    trajectory to draw. An empty dimension stays unknown (never drawn as 0)."""
+    from cogwm.report.regions import cross_task_curves
+
+    if not any(c.n for d in BDIE_PANELS for c in cross_task_curves(data, dimension=d)):
+        return None
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, len(BDIE_PANELS), figsize=(4.2 * len(BDIE_PANELS), 4.4))
+    captions = [_region_panel(ax, data, d) for ax, d in zip(axes, BDIE_PANELS, strict=True)]
+    fig.text(0.01, 0.01, textwrap.fill(" ".join(captions), 220), fontsize=5, va="bottom")
+    return _save(fig, plt, path, rect=(0.0, 0.12, 1.0, 1.0))
+
+
 def correlation_heatmap(matrix: CorrelationMatrix, path: Path) -> Path:
     """The correlation matrix as an annotated heatmap PNG."""
     plt = _pyplot()

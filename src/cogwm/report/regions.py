@@ -78,13 +78,40 @@ def to_regions(values: Sequence[float | None]) -> FloatArray | None:
     return on_grid(values, REGION_PROGRESS)
 
 
-def _composite(c: ConversationData, data: RunData) -> FloatArray | None:
+#: The dimensions with a cross-task panel: the composite, then emotion and B/D/I (the paper's
+#: BDI/E panels), key -> what the panel shows.
+PANEL_DIMENSIONS: dict[str, str] = {
+    "comp": "s_t (Comp)",
+    "emotion": "emotion (valence × intensity)",
+    "belief": "belief",
+    "desire": "desire",
+    "intention": "intention",
+}
+
+
+def _values(c: ConversationData, data: RunData, dimension: str) -> list[float | None]:
+    """One conversation's values of ``dimension``; a state whose dimension is empty (or has no
+    emotion) stays unknown, whatever the report's empty policy (no 0 is drawn for it)."""
+    from cogwm.schema import BDI
+
+    if dimension in ("comp", "emotion"):
+        return dimension_series(c, dimension, data.empty)
+    dim = next(d for d in BDI if d.value == dimension)
+    return [state.dimension_value(dim) for state in c.states]
+
+
+def _regions_of(c: ConversationData, data: RunData, dimension: str) -> FloatArray | None:
     try:
-        series = dimension_series(c, "comp", data.empty)
+        series = _values(c, data, dimension)
     except CogwmError:
         # No s_t here (a task without weights, a state without emotion): not drawn as zero.
         return None
-    return to_regions(series)
+    regions = to_regions(series)
+    if regions is not None and dimension != "comp":
+        # After the last known value the dimension is unknown, not that value carried on.
+        last = max(i for i, v in enumerate(series) if v is not None)
+        regions[100.0 * last / (len(series) - 1) < REGION_PROGRESS] = np.nan
+    return regions
 
 
 def _clean(values: FloatArray) -> list[float | None]:
@@ -92,9 +119,9 @@ def _clean(values: FloatArray) -> list[float | None]:
 
 
 def _curve(
-    arm: str, convs: list[ConversationData], data: RunData, settings: Settings
+    arm: str, convs: list[ConversationData], data: RunData, settings: Settings, dimension: str
 ) -> CrossTaskCurve:
-    drawn = [(c, g) for c in convs if (g := _composite(c, data)) is not None]
+    drawn = [(c, g) for c in convs if (g := _regions_of(c, data, dimension)) is not None]
     tasks = sorted({c.task for c, _ in drawn})
     if not drawn:
         empty: list[float | None] = [None] * REGIONS
@@ -112,12 +139,13 @@ def _curve(
 
 
 def cross_task_curves(
-    data: RunData, *, n_resamples: int = 2000, seed: int = 0
+    data: RunData, *, n_resamples: int = 2000, seed: int = 0, dimension: str = "comp"
 ) -> list[CrossTaskCurve]:
-    """Every agent's cross-task mean trajectory, sorted by arm.
+    """Every agent's cross-task mean trajectory of one dimension, sorted by arm.
 
     Args:
         data: The run.
+        dimension: A key of :data:`PANEL_DIMENSIONS` (the composite ``s_t`` by default).
         n_resamples: Bootstrap resamples for the interval of Δ.
         seed: Bootstrap seed.
     """
@@ -125,7 +153,9 @@ def cross_task_curves(
     for c in data.conversations:
         by_arm.setdefault(c.arm, []).append(c)
     settings = Settings(resamples=n_resamples, seed=seed)
-    return [_curve(arm, convs, data, settings) for arm, convs in sorted(by_arm.items())]
+    if dimension not in PANEL_DIMENSIONS:
+        raise ValueError(f"no cross-task panel for dimension {dimension!r}")
+    return [_curve(arm, convs, data, settings, dimension) for arm, convs in sorted(by_arm.items())]
 
 
 def delta_text(curve: CrossTaskCurve) -> str:
@@ -138,7 +168,7 @@ def delta_text(curve: CrossTaskCurve) -> str:
     return f"Δ {curve.delta:+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
-def caption(curves: Sequence[CrossTaskCurve]) -> str:
+def caption(curves: Sequence[CrossTaskCurve], dimension: str = "comp") -> str:
     """What the figure pools and what it leaves out, in one line."""
     tasks = sorted({t for c in curves for t in c.tasks})
     left = sum(c.left_out for c in curves)
@@ -147,8 +177,13 @@ def caption(curves: Sequence[CrossTaskCurve]) -> str:
         " 5 regions of progress (plotting only); ±1 SEM; Δ = s_N − s_1 with its 95% bootstrap"
         " CI over scenarios"
     )
+    if dimension != "comp":
+        name = PANEL_DIMENSIONS[dimension]
+        text = text.replace("s_t", name, 1).replace("s_N − s_1", "last − first known region")
+        text += f"; an empty {name} stays unknown (not 0)"
     if left:
-        text += f"; {left} conversation(s) with fewer than 2 values or no s_t left out"
+        what = "no s_t" if dimension == "comp" else f"no {PANEL_DIMENSIONS[dimension]}"
+        text += f"; {left} conversation(s) with fewer than 2 values or {what} left out"
     undrawn = [c.arm for c in curves if not c.n]
     if undrawn:
         text += f"; no line for {', '.join(undrawn)}"

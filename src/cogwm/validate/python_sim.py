@@ -111,9 +111,14 @@ def arena_turns(
 
 def read_one(simulator: PythonSimulator, item: Item, ablation: str, seed: int) -> Reading:
     """The simulator's next state for one item (a failed reading when it refuses the input)."""
+    return read_input(simulator, world_model_input(item, "predict", ablation), seed)
+
+
+def read_input(simulator: PythonSimulator, inp: WorldModelInput, seed: int) -> Reading:
+    """The simulator's next state for one prediction-mode input (a failed reading when it
+    refuses the input)."""
     from cogwm.schema.transcript import UserSetup
 
-    inp = world_model_input(item, "predict", ablation)
     task = tasks.get(inp.task)
     setup = UserSetup(context=inp.context, profile=inp.profile or Profile.neutral())
     try:

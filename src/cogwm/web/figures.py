@@ -196,24 +196,46 @@ class CrossTaskFigure(NamedTuple):
 
 
 def cross_task_figure(
-    data: RunData, *, n_resamples: int = 2000, seed: int = 0
+    data: RunData, *, n_resamples: int = 2000, seed: int = 0, dimension: str = "comp"
 ) -> CrossTaskFigure | None:
-    """The cross-task mean ``s_t`` per agent over five regions of progress (paper Figure 5),
-    ±1 SEM, each line's Δ with its 95% CI; None when no agent has a trajectory to draw."""
-    from cogwm.report.regions import REGION_PROGRESS, caption, cross_task_curves, delta_text
+    """The cross-task mean of one dimension (``s_t`` by default) per agent over five regions of
+    progress (paper Figure 5), ±1 SEM, each line's Δ with its 95% CI; None when no agent has a
+    trajectory to draw. An empty B/D/I dimension or a missing emotion stays unknown (not 0)."""
+    from cogwm.report.regions import (
+        PANEL_DIMENSIONS,
+        REGION_PROGRESS,
+        caption,
+        cross_task_curves,
+        delta_text,
+    )
 
-    every = cross_task_curves(data, n_resamples=n_resamples, seed=seed)
+    every = cross_task_curves(data, n_resamples=n_resamples, seed=seed, dimension=dimension)
     found = [c for c in every if c.n]
     if not found:
         return None
     x = [float(v) for v in REGION_PROGRESS]
     series = [Series(f"{c.arm} (n={c.n})", x, c.mean, c.sem, i) for i, c in enumerate(found)]
+    what = "s_t" if dimension == "comp" else PANEL_DIMENSIONS[dimension]
     svg = line_chart(
         series,
-        title="Cross-task mean s_t over 5 regions (±1 SEM)",
+        title=f"Cross-task mean {what} over 5 regions (±1 SEM)",
         series_notes=[delta_text(c) for c in found],
         width=560,
         height=280,
         markers=True,
     )
-    return CrossTaskFigure(svg, caption(every))
+    return CrossTaskFigure(svg, caption(every, dimension))
+
+
+def cross_task_panels(
+    data: RunData, *, n_resamples: int = 2000, seed: int = 0
+) -> list[tuple[str, CrossTaskFigure | None]]:
+    """The BDI/E panels of the cross-task figure: ``(dimension, figure or None)`` for emotion,
+    belief, desire and intention."""
+    from cogwm.report.regions import PANEL_DIMENSIONS
+
+    return [
+        (name, cross_task_figure(data, n_resamples=n_resamples, seed=seed, dimension=key))
+        for key, name in PANEL_DIMENSIONS.items()
+        if key != "comp"
+    ]

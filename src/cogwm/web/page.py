@@ -168,6 +168,7 @@ def _report_html(store: RunStore, data: RunData, *, n_resamples: int, seed: int)
             separated=separated,
             trajectories=figures.trajectory_svgs(data, cache),
             cross_task=figures.cross_task_figure(data, n_resamples=n_resamples, seed=seed),
+            cross_task_panels=figures.cross_task_panels(data, n_resamples=n_resamples, seed=seed),
             grid=figures.paper_grid(data, cache=cache),
             grid_nonzero=figures.paper_grid(data, nonzero_only=True, cache=cache),
             heatmap=None
