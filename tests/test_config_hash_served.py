@@ -8,6 +8,7 @@ those the same configs had when the ids were read from process state, so stored 
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from cogwm.arena.digests import Digests
 from cogwm.arena.runner import planned_units
 from cogwm.models import openai_api
 from cogwm.models.openai_api import endpoint_label
+from cogwm.schema import lexicon
 from helpers_arena import config
 
 URL = "http://127.0.0.1:8011/v1"
@@ -25,6 +27,13 @@ HASH_UNASKED = "9efc25f2a1255994a2fb0ae1f13a6e8297b1f0cdf2a4c58375f7ee637b5c803c
 HASH_SERVED = "ef945cd0da5b66542122da72b2bd7437f293b52d53f834e9aeba18026b89db3c"
 UNIT_SERVED = "6d7d3af918a3ec105e091c5c56dacb593f6ee15ff2762a0fabeb5baede610156"
 PREP_SERVED = "5c6dfe52a9e208bbf8f7823a8657c1165b323ec71e818eed2a61e20e1379f864"
+
+
+@pytest.fixture(autouse=True)
+def _default_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pinned digests name the default emotion labels: labels another test registered for the
+    # whole process (human-label extensions) would change them.
+    monkeypatch.setattr(lexicon, "_ACTIVE", ContextVar("lexicon", default=lexicon.DEFAULT_LEXICON))
 
 
 def _config() -> ArenaConfig:
