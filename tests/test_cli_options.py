@@ -13,11 +13,8 @@ from cogwm.cli import options
 OWN_MEANING = {
     # The config's data_dir, overridden; no $COGWM_DATA_DIR fallback.
     ("arena run", "--data-dir"),
-    # validate's options count and seed per item set and check; its help says how.
+    # validate samples N items per item set (seeded) and counts the checks otherwise.
     ("validate", "--limit"),
-    ("validate", "--seed"),
-    ("validate", "--resamples"),
-    ("validate", "--json"),
 }
 
 

@@ -11,46 +11,54 @@ from cogwm.cli.common import DataDirOption, err_console, print_json, resolve_dat
 from cogwm.cli.options import JsonOption, SeedOption
 from cogwm.errors import InputError
 
+SamplesOption = Annotated[
+    Path,
+    typer.Option(
+        "--samples",
+        help="Samples directory from `cogwm samples build` (its train split is fitted).",
+        show_default=False,
+    ),
+]
+ModelOutOption = Annotated[
+    Path, typer.Option("--out", help="The model file to write (JSON).", show_default=False)
+]
+FeaturesOption = Annotated[
+    str,
+    typer.Option(
+        "--features",
+        help="numeric (previous state + VADER), per-task (+ each task's own VADER columns) "
+        "or text (numeric + TF-IDF of the agent's and the user's turns).",
+    ),
+]
+LabelHeadCOption = Annotated[
+    float, typer.Option("--c", help="Inverse regularisation of the emotion-label head.")
+]
+RidgeAlphaOption = Annotated[
+    float, typer.Option("--alpha", help="Ridge penalty of the valence and B/D/I heads.")
+]
+MaxFeaturesOption = Annotated[
+    int, typer.Option("--max-features", min=1, help="TF-IDF columns per text.")
+]
+PleasantWeightOption = Annotated[
+    float,
+    typer.Option(
+        "--pleasant-weight",
+        help="Share (0 to 1) of the predicted valence taken from the label head's "
+        "probability of pleasant labels instead of the valence head.",
+    ),
+]
+
 
 def train_transition(
-    samples: Annotated[
-        Path,
-        typer.Option(
-            "--samples",
-            help="Samples directory from `cogwm samples build` (its train split is fitted).",
-            show_default=False,
-        ),
-    ],
-    out: Annotated[
-        Path, typer.Option("--out", help="The model file to write (JSON).", show_default=False)
-    ],
+    samples: SamplesOption,
+    out: ModelOutOption,
     data_dir: DataDirOption = None,
-    features: Annotated[
-        str,
-        typer.Option(
-            "--features",
-            help="numeric (previous state + VADER), per-task (+ each task's own VADER columns) "
-            "or text (numeric + TF-IDF of the agent's and the user's turns).",
-        ),
-    ] = "per-task",
-    c: Annotated[
-        float, typer.Option("--c", help="Inverse regularisation of the emotion-label head.")
-    ] = 1.0,
-    alpha: Annotated[
-        float, typer.Option("--alpha", help="Ridge penalty of the valence and B/D/I heads.")
-    ] = 1.0,
-    max_features: Annotated[
-        int, typer.Option("--max-features", min=1, help="TF-IDF columns per text.")
-    ] = 5000,
+    features: FeaturesOption = "per-task",
+    c: LabelHeadCOption = 1.0,
+    alpha: RidgeAlphaOption = 1.0,
+    max_features: MaxFeaturesOption = 5000,
     seed: SeedOption = 0,
-    pleasant_weight: Annotated[
-        float,
-        typer.Option(
-            "--pleasant-weight",
-            help="Share (0 to 1) of the predicted valence taken from the label head's "
-            "probability of pleasant labels instead of the valence head.",
-        ),
-    ] = 0.0,
+    pleasant_weight: PleasantWeightOption = 0.0,
     as_json: JsonOption = False,
 ) -> None:
     """Fit the transition model (next emotion and B/D/I from the agent's turn, the user's turn

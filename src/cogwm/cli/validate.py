@@ -17,8 +17,8 @@ from cogwm.cli.common import (
     print_json,
     resolve_data_dir,
 )
+from cogwm.cli.options import JsonOption, ResamplesOption, SeedOption
 from cogwm.errors import InputError
-from cogwm.limits import MAX_RESAMPLES
 from cogwm.stats.means import DEFAULT_RESAMPLES
 from cogwm.validate.card import Card
 from cogwm.validate.compare import (
@@ -34,160 +34,171 @@ if TYPE_CHECKING:
     from cogwm.models.model import Model
 
 
+CardsArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Card files to compare (with --compare).", show_default=False),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="Simulator address, e.g. llamacpp:smollm2.", show_default=False),
+]
+SimulatorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--simulator",
+        help="A simulator that is not a model, its states read in prediction mode: "
+        "python:package.module:factory (e.g. python:cogwm.simulator.rule:SentimentMeter), "
+        "transition:FILE (from `cogwm train transition`) or two-part:FILE[@MODEL] (that "
+        "transition model's states, the world model's utterances; default "
+        "llamacpp:smollm2-wm).",
+        show_default=False,
+    ),
+]
+# Not the shared --limit: a card samples its items (seeded) rather than taking the first N.
+ItemLimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="Items sampled per item set (seeded); for the checks, histories per task "
+        "(counterfactual) and dialogues per group (known_groups); default all items, 120 "
+        "histories per task for counterfactual and every known_groups dialogue.",
+    ),
+]
+PartsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--parts",
+        help="Parts to measure: dailydialog, annomi, persuasionforgood (p4g), esconv, judges, "
+        "and the responsiveness checks counterfactual and known_groups (repeat or "
+        "comma-separate); default all.",
+    ),
+]
+AblationOption = Annotated[
+    str,
+    typer.Option(
+        "--ablation",
+        help="Input switch: none, no_big_five, no_styles, no_task_features, no_profile, "
+        "no_previous_state, no_anything.",
+    ),
+]
+HeldoutOption = Annotated[
+    str,
+    typer.Option(
+        "--heldout",
+        help="Corpora without an official split: 'test' (the samples' seeded test split) "
+        "or 'all' (only for simulators trained on none of them).",
+    ),
+]
+ModeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mode",
+        help="understand (the real turn given, the state asked) and/or predict (state and "
+        "utterance asked; adds ROUGE-L, BLEU, LenR, Distinct-1); repeat or comma-separate. "
+        "Default: understand.",
+        show_default=False,
+    ),
+]
+PipelineOption = Annotated[
+    str,
+    typer.Option(
+        "--pipeline",
+        help="joint (one structured call: the world model), dual (baseline: one call "
+        "writes the utterance, a second reads the state from it; prediction mode only) or "
+        "duet (dual with DuetSim's verifier: a reply that does not fit the previous state "
+        "is written again once).",
+    ),
+]
+SplitSeedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--split-seed",
+        help="The seed the samples were split with (default: the samples manifest's, else 0).",
+        show_default=False,
+    ),
+]
+SamplesManifestOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--samples-manifest",
+        help="The manifest of the samples the simulator was trained on: --heldout test then "
+        "follows its split (seed, and which known-groups hold-outs it kept out of train). "
+        "Default: DIR/manifest.json of --train-samples, else the shipped manifest of a "
+        "shipped world model (llamacpp:smollm2-wm), else the current split rule.",
+        show_default=False,
+    ),
+]
+LabelOption = Annotated[
+    str | None, typer.Option("--label", help="Column name in comparisons.", show_default=False)
+]
+TrainSamplesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--train-samples",
+        help="The samples directory the simulator was trained on (its train.jsonl): with "
+        "--mode predict, adds the share of predicted utterances that repeat a word 8-gram "
+        "of a training utterance, beside the real utterances' share.",
+        show_default=False,
+    ),
+]
+CardOutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Write the card (JSON) here; a copy goes to the cards folder "
+        "($COGWM_CARDS_DIR), where arena reports find it by the model's identity.",
+        show_default=False,
+    ),
+]
+CompareOption = Annotated[
+    bool, typer.Option("--compare", help="Compare card files instead of measuring.")
+]
+GateOption = Annotated[
+    bool,
+    typer.Option(
+        "--gate",
+        help="Run the release gate on card files (the simulator's card, then any cards "
+        "adding its checks, e.g. arena sensitivity's): a table of the criteria; exit 0 "
+        "when all pass, 1 when any fails or is undefined.",
+    ),
+]
+PairedOption = Annotated[
+    bool,
+    typer.Option(
+        "--paired",
+        help="With --compare: each card minus the first on the items both share, with a "
+        "paired bootstrap CI (the gate of a trained simulator against its base).",
+    ),
+]
+FormatOption = Annotated[
+    str, typer.Option("--format", help="Comparison output: text, json or csv.")
+]
+
+
 def validate(
-    cards: Annotated[
-        list[Path] | None,
-        typer.Argument(help="Card files to compare (with --compare).", show_default=False),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model", help="Simulator address, e.g. llamacpp:smollm2.", show_default=False
-        ),
-    ] = None,
-    simulator: Annotated[
-        str | None,
-        typer.Option(
-            "--simulator",
-            help="A simulator that is not a model, its states read in prediction mode: "
-            "python:package.module:factory (e.g. python:cogwm.simulator.rule:SentimentMeter), "
-            "transition:FILE (from `cogwm train transition`) or two-part:FILE[@MODEL] (that "
-            "transition model's states, the world model's utterances; default "
-            "llamacpp:smollm2-wm).",
-            show_default=False,
-        ),
-    ] = None,
+    cards: CardsArgument = None,
+    model: ModelOption = None,
+    simulator: SimulatorOption = None,
     data_dir: DataDirOption = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            "--limit",
-            min=1,
-            help="Items sampled per item set (seeded); for the checks, histories per task "
-            "(counterfactual) and dialogues per group (known_groups); default all items, 120 "
-            "histories per task for counterfactual and every known_groups dialogue.",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of sampling, decoding, bootstrap.")] = 0,
-    parts: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--parts",
-            help="Parts to measure: dailydialog, annomi, persuasionforgood (p4g), esconv, judges, "
-            "and the responsiveness checks counterfactual and known_groups (repeat or "
-            "comma-separate); default all.",
-        ),
-    ] = None,
-    ablation: Annotated[
-        str,
-        typer.Option(
-            "--ablation",
-            help="Input switch: none, no_big_five, no_styles, no_task_features, no_profile, "
-            "no_previous_state, no_anything.",
-        ),
-    ] = "none",
-    heldout: Annotated[
-        str,
-        typer.Option(
-            "--heldout",
-            help="Corpora without an official split: 'test' (the samples' seeded test split) "
-            "or 'all' (only for simulators trained on none of them).",
-        ),
-    ] = "test",
-    mode: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--mode",
-            help="understand (the real turn given, the state asked) and/or predict (state and "
-            "utterance asked; adds ROUGE-L, BLEU, LenR, Distinct-1); repeat or comma-separate. "
-            "Default: understand.",
-            show_default=False,
-        ),
-    ] = None,
-    pipeline: Annotated[
-        str,
-        typer.Option(
-            "--pipeline",
-            help="joint (one structured call: the world model), dual (baseline: one call "
-            "writes the utterance, a second reads the state from it; prediction mode only) or "
-            "duet (dual with DuetSim's verifier: a reply that does not fit the previous state "
-            "is written again once).",
-        ),
-    ] = "joint",
-    split_seed: Annotated[
-        int | None,
-        typer.Option(
-            "--split-seed",
-            help="The seed the samples were split with (default: the samples manifest's, else 0).",
-            show_default=False,
-        ),
-    ] = None,
-    samples_manifest: Annotated[
-        Path | None,
-        typer.Option(
-            "--samples-manifest",
-            help="The manifest of the samples the simulator was trained on: --heldout test then "
-            "follows its split (seed, and which known-groups hold-outs it kept out of train). "
-            "Default: DIR/manifest.json of --train-samples, else the shipped manifest of a "
-            "shipped world model (llamacpp:smollm2-wm), else the current split rule.",
-            show_default=False,
-        ),
-    ] = None,
-    label: Annotated[
-        str | None, typer.Option("--label", help="Column name in comparisons.", show_default=False)
-    ] = None,
-    train_samples: Annotated[
-        Path | None,
-        typer.Option(
-            "--train-samples",
-            help="The samples directory the simulator was trained on (its train.jsonl): with "
-            "--mode predict, adds the share of predicted utterances that repeat a word 8-gram "
-            "of a training utterance, beside the real utterances' share.",
-            show_default=False,
-        ),
-    ] = None,
-    resamples: Annotated[
-        int,
-        typer.Option(
-            "--resamples", min=1, max=MAX_RESAMPLES, help="Bootstrap resamples per interval."
-        ),
-    ] = DEFAULT_RESAMPLES,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Write the card (JSON) here; a copy goes to the cards folder "
-            "($COGWM_CARDS_DIR), where arena reports find it by the model's identity.",
-            show_default=False,
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option("--json", help="Print the card (with --compare, the comparison) as JSON."),
-    ] = False,
-    compare_cards: Annotated[
-        bool, typer.Option("--compare", help="Compare card files instead of measuring.")
-    ] = False,
-    gate: Annotated[
-        bool,
-        typer.Option(
-            "--gate",
-            help="Run the release gate on card files (the simulator's card, then any cards "
-            "adding its checks, e.g. arena sensitivity's): a table of the criteria; exit 0 "
-            "when all pass, 1 when any fails or is undefined.",
-        ),
-    ] = False,
-    paired: Annotated[
-        bool,
-        typer.Option(
-            "--paired",
-            help="With --compare: each card minus the first on the items both share, with a "
-            "paired bootstrap CI (the gate of a trained simulator against its base).",
-        ),
-    ] = False,
-    output_format: Annotated[
-        str, typer.Option("--format", help="Comparison output: text, json or csv.")
-    ] = "text",
+    limit: ItemLimitOption = None,
+    seed: SeedOption = 0,
+    parts: PartsOption = None,
+    ablation: AblationOption = "none",
+    heldout: HeldoutOption = "test",
+    mode: ModeOption = None,
+    pipeline: PipelineOption = "joint",
+    split_seed: SplitSeedOption = None,
+    samples_manifest: SamplesManifestOption = None,
+    label: LabelOption = None,
+    train_samples: TrainSamplesOption = None,
+    resamples: ResamplesOption = DEFAULT_RESAMPLES,
+    out: CardOutOption = None,
+    as_json: JsonOption = False,
+    compare_cards: CompareOption = False,
+    gate: GateOption = False,
+    paired: PairedOption = False,
+    output_format: FormatOption = "text",
     network_preflight: PreflightOption = True,
 ) -> None:
     """Measure a simulator against held-out human labels (the validity card), or compare cards.
@@ -198,41 +209,70 @@ def validate(
     validation split), and again on its change and no-previous items. `cogwm validate --compare
     a.json b.json` prints rows = figures, columns = simulators; `cogwm validate --gate card.json
     [sensitivity.json]` runs the release gate a simulator must pass to become the default.
+    --seed seeds the item sample, the decoding and the bootstrap; the held-out split follows
+    the samples manifest or --split-seed.
     """
-    if gate:
+    if gate or compare_cards:
+        cards_read = _CardsRead(gate, as_json, output_format, paired, resamples, seed)
+        _read_cards(cards or [], cards_read)
+        return
+    address, python = _target(cards, model, simulator)
+    if heldout not in HELDOUT_RULES:
+        raise InputError(f"--heldout must be test or all, got {heldout!r}")
+    manifest = _manifest_of(address, samples_manifest, train_samples)
+    options = _Options(
+        limit,
+        seed,
+        ablation,
+        _heldout(heldout, split_seed, manifest),
+        _split(mode) if mode else ["predict" if python else "understand"],
+        pipeline,
+        label,
+        resamples,
+        network_preflight,
+        train_samples,
+        python=python,
+    )
+    _measure(address, data_dir, parts, options, out, as_json)
+
+
+class _CardsRead(NamedTuple):
+    """How ``validate`` reads card files: gate or compare, and how it prints them."""
+
+    gate: bool
+    as_json: bool
+    output_format: str
+    paired: bool
+    resamples: int
+    seed: int
+
+
+def _read_cards(paths: list[Path], how: _CardsRead) -> None:
+    """Run the release gate on card files, or compare them."""
+    if how.gate:
         from cogwm.cli.gate import run_gate
 
-        run_gate(cards or [], as_json=as_json)
+        run_gate(paths, as_json=how.as_json)
         return
-    if compare_cards:
-        # --json means --format json here too (every command with a table takes --json)
-        fmt = "json" if as_json else output_format
-        _compare(cards or [], fmt, paired=paired, resamples=resamples, seed=seed)
-        return
+    # --json means --format json here too (every command with a table takes --json)
+    fmt = "json" if how.as_json else how.output_format
+    _compare(paths, fmt, paired=how.paired, resamples=how.resamples, seed=how.seed)
+
+
+def _target(cards: list[Path] | None, model: str | None, simulator: str | None) -> tuple[str, bool]:
+    """The simulator to measure: its address, and whether it is a Python simulator.
+
+    Raises:
+        InputError: Card files given without --compare/--gate, or not exactly one of
+            --model and --simulator.
+    """
     if cards:
         raise InputError("card files are only read with --compare or --gate")
     if (model is None) == (simulator is None):
         raise InputError(
             "pass --model ADDRESS or --simulator ADDRESS to measure a simulator, or --compare CARDS"
         )
-    if heldout not in HELDOUT_RULES:
-        raise InputError(f"--heldout must be test or all, got {heldout!r}")
-    modes = _split(mode) if mode else ["understand" if simulator is None else "predict"]
-    address = model or simulator or ""
-    options = _Options(
-        limit,
-        seed,
-        ablation,
-        _heldout(heldout, split_seed, _manifest_of(address, samples_manifest, train_samples)),
-        modes,
-        pipeline,
-        label,
-        resamples,
-        network_preflight,
-        train_samples,
-        python=simulator is not None,
-    )
-    _measure(address, data_dir, parts, options, out, as_json)
+    return model or simulator or "", simulator is not None
 
 
 def _manifest_of(address: str, manifest: Path | None, train_samples: Path | None) -> Path | None:
@@ -281,6 +321,8 @@ def _heldout(rule: str, split_seed: int | None, manifest: Path | None) -> Heldou
 
 
 class _Options(NamedTuple):
+    """What ``validate`` measures a simulator with: the card's settings."""
+
     limit: int | None
     seed: int
     ablation: str
@@ -302,35 +344,13 @@ def _measure(
     out: Path | None,
     as_json: bool,
 ) -> None:
-    from cogwm import models
-    from cogwm.validate import build_card, card_json, write_card
-    from cogwm.validate.inputs import check_ablation
-    from cogwm.validate.memorisation import train_file
-    from cogwm.validate.reader import check_pipeline
-    from cogwm.validate.run import check_modes, check_parts
+    """Measure the simulator at ``address``, write its card to ``out``, print it."""
+    from cogwm.validate import build_card, card_json
 
-    names = check_parts(_split(parts) if parts else _default_parts(options.python))
-    check_ablation(options.ablation)
-    check_modes(options.modes)
-    check_pipeline(options.pipeline)
-    if out is not None and out.exists() and out.is_dir():
-        raise InputError(f"--out {out} is a directory")
-    if options.train_samples is not None:
-        train_file(options.train_samples)
-        if "predict" not in options.modes:
-            err_console.print("--train-samples: no --mode predict, so no memorisation figure")
+    names = _check_inputs(parts, options, out)
     directory = resolve_data_dir(data_dir)
-    if options.python:
-        from cogwm.validate.python_sim import load_simulator
-
-        simulator: Model | PythonSimulator = load_simulator(address)
-    else:
-        preflight_models(
-            [("--model", address)], network=options.network_preflight, base_url_option=False
-        )
-        simulator = models.load(address)
     card = build_card(
-        simulator,
+        _load_simulator(address, options),
         address=address,
         data_dir=directory,
         parts=names,
@@ -346,16 +366,61 @@ def _measure(
         console=err_console,
     )
     if out is not None:
-        from cogwm.validate.status import register_card
-
-        write_card(card, out)
-        # Arena reports find the card of their simulated user here, by its identity.
-        registered = register_card(card)
-        err_console.print(f"card written to {out} (registered for reports: {registered})")
+        _write(card, out)
     if as_json:
         print_json(card_json(card))
         return
     _print_card(card)
+
+
+def _check_inputs(parts: list[str] | None, options: _Options, out: Path | None) -> list[str]:
+    """The parts to measure, once every setting is checked (before any model loads).
+
+    Raises:
+        InputError: An unknown part, ablation, mode or pipeline, an --out that is a
+            directory, or --train-samples without a readable training file.
+    """
+    from cogwm.validate.inputs import check_ablation
+    from cogwm.validate.memorisation import train_file
+    from cogwm.validate.reader import check_pipeline
+    from cogwm.validate.run import check_modes, check_parts
+
+    names = check_parts(_split(parts) if parts else _default_parts(options.python))
+    check_ablation(options.ablation)
+    check_modes(options.modes)
+    check_pipeline(options.pipeline)
+    if out is not None and out.exists() and out.is_dir():
+        raise InputError(f"--out {out} is a directory")
+    if options.train_samples is not None:
+        train_file(options.train_samples)
+        if "predict" not in options.modes:
+            err_console.print("--train-samples: no --mode predict, so no memorisation figure")
+    return names
+
+
+def _load_simulator(address: str, options: _Options) -> Model | PythonSimulator:
+    """The simulator at ``address``: a Python simulator, or a model (preflighted first)."""
+    from cogwm import models
+
+    if options.python:
+        from cogwm.validate.python_sim import load_simulator
+
+        return load_simulator(address)
+    preflight_models(
+        [("--model", address)], network=options.network_preflight, base_url_option=False
+    )
+    return models.load(address)
+
+
+def _write(card: Card, out: Path) -> None:
+    """Write the card to ``out`` and register a copy where arena reports look for it."""
+    from cogwm.validate import write_card
+    from cogwm.validate.status import register_card
+
+    write_card(card, out)
+    # Arena reports find the card of their simulated user here, by its identity.
+    registered = register_card(card)
+    err_console.print(f"card written to {out} (registered for reports: {registered})")
 
 
 def _default_parts(python: bool) -> list[str]:

@@ -32,6 +32,7 @@ from cogwm.stats.means import (
 from cogwm.validate.card import Baselines, Figure, ItemRow
 
 if TYPE_CHECKING:
+    from cogwm.metrics.text import UtteranceScores
     from cogwm.validate.memorisation import NgramIndex
 
 #: Draws of the random baseline for statistics without a closed form (macro-F1).
@@ -247,7 +248,7 @@ def utterance_figures(
     of the next item (someone else's turn in the same set), which says how much of a score
     plain topical and stylistic overlap earns; Distinct-1's is that of the real utterances.
     """
-    from cogwm.metrics.text import distinct_1, utterance_scores
+    from cogwm.metrics.text import utterance_scores
 
     kept = [i for i, p in enumerate(predicted) if p is not None]
     failed = len(predicted) - len(kept)
@@ -256,54 +257,81 @@ def utterance_figures(
     scores = [utterance_scores(str(predicted[i]), gold[i]) for i in kept]
     shuffled = [utterance_scores(gold[(i + 1) % len(gold)], gold[i]) for i in range(len(gold))]
     kept_groups = [groups[i] for i in kept]
-    figures = []
-    for metric, higher in (
-        ("rouge_l", True),
-        ("bleu1", True),
-        ("bleu4", True),
-        ("len_ratio", None),
-    ):
-        values = [getattr(s, metric) for s in scores]
-        est = optional_mean(
-            values,
-            groups=kept_groups,
-            n_resamples=scope.settings.resamples,
-            confidence=scope.settings.confidence,
-            seed=scope.settings.seed,
-        )
-        base = [getattr(s, metric) for s in shuffled if getattr(s, metric) is not None]
-        figures.append(
-            scope.figure(
-                metric=metric,
-                value=None if est is None else est.mean,
-                ci_low=None if est is None else est.ci_low,
-                ci_high=None if est is None else est.ci_high,
-                n=0 if est is None else est.n,
-                n_failed=failed,
-                baselines=Baselines(random=float(np.mean(base)) if base else None),
-                higher_is_better=higher,
-                note="1 is ideal" if higher is None else "",
-            )
-        )
+    figures = [
+        _overlap_figure(scope, metric, higher, scores, shuffled, kept_groups, failed)
+        for metric, higher in UTTERANCE_METRICS
+    ]
     texts = [str(predicted[i]) for i in kept]
+    figures.append(_distinct_figure(scope, texts, gold, kept_groups, failed))
+    return figures
+
+
+#: The per-item utterance metrics and whether higher is better (None: 1 is ideal).
+UTTERANCE_METRICS: tuple[tuple[str, bool | None], ...] = (
+    ("rouge_l", True),
+    ("bleu1", True),
+    ("bleu4", True),
+    ("len_ratio", None),
+)
+
+
+def _overlap_figure(
+    scope: Scope,
+    metric: str,
+    higher: bool | None,
+    scores: Sequence[UtteranceScores],
+    shuffled: Sequence[UtteranceScores],
+    groups: Sequence[Hashable],
+    failed: int,
+) -> Figure:
+    """One per-item metric's mean over the kept items, against the shuffled-gold baseline."""
+    values = [getattr(s, metric) for s in scores]
+    est = optional_mean(
+        values,
+        groups=groups,
+        n_resamples=scope.settings.resamples,
+        confidence=scope.settings.confidence,
+        seed=scope.settings.seed,
+    )
+    base = [getattr(s, metric) for s in shuffled if getattr(s, metric) is not None]
+    return scope.figure(
+        metric=metric,
+        value=None if est is None else est.mean,
+        ci_low=None if est is None else est.ci_low,
+        ci_high=None if est is None else est.ci_high,
+        n=0 if est is None else est.n,
+        n_failed=failed,
+        baselines=Baselines(random=float(np.mean(base)) if base else None),
+        higher_is_better=higher,
+        note="1 is ideal" if higher is None else "",
+    )
+
+
+def _distinct_figure(
+    scope: Scope,
+    texts: list[str],
+    gold: Sequence[str],
+    groups: Sequence[Hashable],
+    failed: int,
+) -> Figure:
+    """Distinct-1 over all predictions (jackknife CI over dialogues), against the real
+    utterances' own."""
+    from cogwm.metrics.text import distinct_1
 
     def distinct(idx: IntArray) -> float | None:
         return distinct_1(texts[i] for i in idx).value
 
-    low, high = cluster_jackknife(distinct, kept_groups, scope.settings)
-    figures.append(
-        scope.figure(
-            metric="distinct_1",
-            value=distinct_1(texts).value,
-            ci_low=low,
-            ci_high=high,
-            n=len(kept),
-            n_failed=failed,
-            baselines=Baselines(random=distinct_1(gold).value),
-            note="corpus ratio over all predictions; random: that of the real utterances",
-        )
+    low, high = cluster_jackknife(distinct, groups, scope.settings)
+    return scope.figure(
+        metric="distinct_1",
+        value=distinct_1(texts).value,
+        ci_low=low,
+        ci_high=high,
+        n=len(texts),
+        n_failed=failed,
+        baselines=Baselines(random=distinct_1(gold).value),
+        note="corpus ratio over all predictions; random: that of the real utterances",
     )
-    return figures
 
 
 def memorisation_figure(

@@ -187,18 +187,16 @@ def build_card(
         parts: Parts to measure (names of :data:`PARTS`; names of :data:`NOT_YET` are recorded
             as left out with the reason).
         limit: Items sampled per item set with ``seed`` (None: the full sets); for the checks,
-            histories per task (counterfactual) and dialogues per group (known groups); None
-            gives the checks :data:`CHECK_DEFAULT_LIMITS` (120 histories per task, every
-            dialogue).
+            histories per task (counterfactual) and dialogues per group (known groups), with
+            :data:`CHECK_DEFAULT_LIMITS` for None.
         seed: Seed of the sampling, of the model's decoding and of the bootstrap.
         resamples: Bootstrap resamples per interval.
         ablation: Input switch (:data:`~cogwm.validate.inputs.ABLATIONS`).
         heldout: Which dialogues of corpora without an official split are items.
         modes: ``understand`` (the real turn is given, the state is asked) and/or ``predict``
             (state and utterance are asked; adds the utterance tier).
-        pipeline: ``joint`` (the world model's one call), ``dual`` (the generator + verifier
-            baseline) or ``duet`` (``dual`` with DuetSim's regenerate-once check); the three
-            differ in prediction mode only.
+        pipeline: ``joint`` (the world model's one call), ``dual`` (generator + verifier) or
+            ``duet`` (``dual`` with DuetSim's regenerate-once check); prediction mode only.
         label: Column name in comparisons (default: the address, with the ablation).
         train_samples: A samples directory whose ``train.jsonl`` the simulator was trained on;
             given, prediction mode adds the memorisation figure to each part.
@@ -210,6 +208,66 @@ def build_card(
             or a part whose every call failed, or a ``train_samples`` without a readable
             training file.
     """
+    names, checked_modes = _check_settings(model, parts, limit, modes, ablation, pipeline)
+    request = _Request(address, names, limit, seed, resamples, ablation, heldout, pipeline)
+    plan = _plan(request, data_dir, checked_modes, train_samples)
+    tally = _CallTally(plan.n_calls, progress, console)
+    with tally.bar:
+        readings = _read_plan(model, plan, request, tally)
+    return _assemble(model, request, plan, readings, label)
+
+
+class _Request(NamedTuple):
+    """The settings a card is measured with (see :func:`build_card`)."""
+
+    address: str
+    names: list[str]
+    limit: int | None
+    seed: int
+    resamples: int
+    ablation: str
+    heldout: Heldout
+    pipeline: str
+
+
+class _Plan(NamedTuple):
+    """Every call a card makes, read from the corpora before the first one."""
+
+    runs: list[_Run]
+    judged: dict[str, tuple[str, list[JudgedDialogue]]]
+    checks: list[_CheckPlan]
+    ngrams: NgramIndex | None
+
+    @property
+    def n_calls(self) -> int:
+        """How many calls the card makes (the progress bar's total)."""
+        calls = sum(len(union(run.sets)) for run in self.runs)
+        calls += sum(len(d) for _, d in self.judged.values())
+        return calls + sum(len(p.calls) for p in self.checks)
+
+
+class _Readings(NamedTuple):
+    """The simulator's answers to a plan's calls."""
+
+    parts: list[dict[str, Reading]]
+    verdicts: dict[str, list[bool | None]]
+    checks: list[dict[str, Reading]]
+
+
+def _check_settings(
+    model: Simulator,
+    parts: Sequence[str],
+    limit: int | None,
+    modes: Sequence[str],
+    ablation: str,
+    pipeline: str,
+) -> tuple[list[str], list[Mode]]:
+    """The checked part names and modes.
+
+    Raises:
+        InputError: Unknown parts, ablation, pipeline or modes, a limit under 1, or what a
+            Python simulator cannot do.
+    """
     names = check_parts(parts)
     check_ablation(ablation)
     check_pipeline(pipeline)
@@ -218,72 +276,100 @@ def build_card(
     extensions.register()
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
-    modes = check_modes(modes)
+    checked = check_modes(modes)
     if not isinstance(model, Model):
-        _check_python(names, modes)
+        _check_python(names, checked)
+    return names, checked
+
+
+def _plan(
+    request: _Request, data_dir: Path, modes: Sequence[Mode], train_samples: Path | None
+) -> _Plan:
+    """Read every part's items, fit its trivial rules and plan the checks' calls."""
     # Read before the first call (a bad file fails fast) and once for every part.
     index = _training_index(train_samples, modes)
+    limit, seed, heldout = request.limit, request.seed, request.heldout
     runs: list[_Run] = []
-    for spec in (PARTS[n] for n in names if n in PARTS):
+    for spec in (PARTS[n] for n in request.names if n in PARTS):
         populations = spec.populations(data_dir, heldout)
         sets = choose(populations, limit, seed)
         trivial = _fit_trivial(spec, data_dir, heldout, modes)
         runs.extend(_Run(spec, mode, populations, sets, trivial) for mode in modes)
-    judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in names else {}
-    plans = [
+    judged = _judged_sets(data_dir, heldout, limit, seed) if JUDGES in request.names else {}
+    checks = [
         CHECKS[n](data_dir, heldout, CHECK_DEFAULT_LIMITS[n] if limit is None else limit, seed)
-        for n in names
+        for n in request.names
         if n in CHECKS
     ]
-    settings = Settings(resamples=resamples, seed=seed)
-    calls = sum(len(union(run.sets)) for run in runs) + sum(len(d) for _, d in judged.values())
-    calls += sum(len(p.calls) for p in plans)
-    bar = _CallTally(calls, progress, console)
-    infos: list[PartInfo] = []
-    figures: list[Figure] = []
-    with bar.bar:
-        all_readings = asyncio.run(
-            _read_all(model, runs, bar, seed=seed, ablation=ablation, pipeline=pipeline)
-        )
-        verdicts = (
-            asyncio.run(_judge_sets(model, judged, bar, seed=seed))
-            if isinstance(model, Model)
-            else {}
-        )
-        check_readings = asyncio.run(
-            _read_checks(model, plans, bar, seed=seed, ablation=ablation, pipeline=pipeline)
-        )
-    for run, readings in zip(runs, all_readings, strict=True):
-        figures.extend(_score(run, readings, settings, index, heldout, ablation))
-        infos.extend(_part_info(run, name, items, readings) for name, items in run.sets.items())
-    judge_scope = Scope(JUDGES, "judge", settings)
-    for name, (split, dialogues) in judged.items():
-        figures.extend(judge_figures(judge_scope, name, dialogues, verdicts[name]))
-        infos.append(_judge_info(name, split, dialogues, verdicts[name]))
-    checks: list[Check] = []
-    for check_plan, readings in zip(plans, check_readings, strict=True):
-        found, check_infos = check_plan.score(readings, settings)
-        checks.extend(found)
-        infos.extend(check_infos)
+    return _Plan(runs, judged, checks, index)
+
+
+def _read_plan(model: Simulator, plan: _Plan, request: _Request, tally: _CallTally) -> _Readings:
+    """Ask the simulator every call of the plan: the parts, the judges (a model only), the
+    checks."""
+    seed, ablation, pipeline = request.seed, request.ablation, request.pipeline
+    parts = asyncio.run(
+        _read_all(model, plan.runs, tally, seed=seed, ablation=ablation, pipeline=pipeline)
+    )
+    verdicts = (
+        asyncio.run(_judge_sets(model, plan.judged, tally, seed=seed))
+        if isinstance(model, Model)
+        else {}
+    )
+    checks = asyncio.run(
+        _read_checks(model, plan.checks, tally, seed=seed, ablation=ablation, pipeline=pipeline)
+    )
+    return _Readings(parts, verdicts, checks)
+
+
+def _assemble(
+    model: Simulator, request: _Request, plan: _Plan, readings: _Readings, label: str | None
+) -> Card:
+    """The card from the plan and its readings."""
+    figures, infos, checks = _results(request, plan, readings)
+    address, ablation, pipeline = request.address, request.ablation, request.pipeline
     return Card(
         label=label or _label(address, ablation, pipeline),
         model=address,
         model_identity=model.identity,
         ablation=ablation,
         pipeline=pipeline,
-        heldout=heldout.describe(),
-        seed=seed,
-        limit=limit,
-        resamples=resamples,
+        heldout=request.heldout.describe(),
+        seed=request.seed,
+        limit=request.limit,
+        resamples=request.resamples,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
-        versions={**versions(), **{k: v for p in plans for k, v in p.versions.items()}},
+        versions={**versions(), **{k: v for p in plan.checks for k, v in p.versions.items()}},
         answer_labels=sorted(valence_table()),
         input=f"{INPUT}; {ABLATIONS[ablation]}",
         parts=infos,
         figures=figures,
-        left_out={n: NOT_YET[n] for n in names if n in NOT_YET},
+        left_out={n: NOT_YET[n] for n in request.names if n in NOT_YET},
         checks=checks,
     )
+
+
+def _results(
+    request: _Request, plan: _Plan, readings: _Readings
+) -> tuple[list[Figure], list[PartInfo], list[Check]]:
+    """The card's figures, part records and checks, scored from the readings."""
+    settings = Settings(resamples=request.resamples, seed=request.seed)
+    infos: list[PartInfo] = []
+    figures: list[Figure] = []
+    for run, found in zip(plan.runs, readings.parts, strict=True):
+        figures.extend(_score(run, found, settings, plan.ngrams, request.heldout, request.ablation))
+        infos.extend(_part_info(run, name, items, found) for name, items in run.sets.items())
+    judge_scope = Scope(JUDGES, "judge", settings)
+    for name, (split, dialogues) in plan.judged.items():
+        verdicts = readings.verdicts[name]
+        figures.extend(judge_figures(judge_scope, name, dialogues, verdicts))
+        infos.append(_judge_info(name, split, dialogues, verdicts))
+    checks: list[Check] = []
+    for check_plan, found in zip(plan.checks, readings.checks, strict=True):
+        scored, check_infos = check_plan.score(found, settings)
+        checks.extend(scored)
+        infos.extend(check_infos)
+    return figures, infos, checks
 
 
 def _check_python(names: Sequence[str], modes: Sequence[Mode]) -> None:

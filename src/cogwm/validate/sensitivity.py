@@ -388,44 +388,12 @@ def run_sensitivity(
         ConfigError: A bad address or options, too few scenarios, a store holding another
             config (without ``force``).
     """
-    import asyncio
-    import time
-
-    from cogwm.arena.runner import run_arena
-    from cogwm.models import load
-    from cogwm.store import RunStore
-
-    configs = {
-        task: sensitivity_config(
-            plan.simulator,
-            task,
-            scenarios=plan.scenarios,
-            rounds=plan.rounds,
-            seed=plan.seed,
-            data_dir=plan.data_dir,
-            simulator_options=plan.simulator_options,
-            concurrency=plan.concurrency,
-            scenario_split=plan.scenario_split,
-        )
-        for task in plan.tasks
-    }  # every config checked before any run starts
+    configs = _task_configs(plan)  # every config checked before any run starts
     plan.folder.mkdir(parents=True, exist_ok=True)
     results = []
     for task, config in configs.items():
         db = store_path(plan.folder, plan.simulator, task)
-        started = time.monotonic()
-        with RunStore(db) as store:
-            asyncio.run(
-                run_arena(
-                    config,
-                    store,
-                    resume=True,
-                    force=plan.force,
-                    show_progress=show_progress,
-                    load_model=load_model or load,
-                )
-            )
-        elapsed = time.monotonic() - started
+        elapsed = _run_task(config, db, plan.force, show_progress, load_model)
         conversations, lost = read_conversations(db)
         results.append(
             task_result(
@@ -439,6 +407,54 @@ def run_sensitivity(
             )
         )
     return results
+
+
+def _task_configs(plan: Plan) -> dict[str, ArenaConfig]:
+    """Each task's arena config (all checked, so a bad one fails before any run).
+
+    Raises:
+        ConfigError: A bad address or options, or too few scenarios.
+    """
+    return {
+        task: sensitivity_config(
+            plan.simulator,
+            task,
+            scenarios=plan.scenarios,
+            rounds=plan.rounds,
+            seed=plan.seed,
+            data_dir=plan.data_dir,
+            simulator_options=plan.simulator_options,
+            concurrency=plan.concurrency,
+            scenario_split=plan.scenario_split,
+        )
+        for task in plan.tasks
+    }
+
+
+def _run_task(
+    config: ArenaConfig, db: Path, force: bool, show_progress: bool, load_model: Any
+) -> float:
+    """Run (or resume) one task's arena into its store ``db``; the seconds it took."""
+    import asyncio
+    import time
+
+    from cogwm.arena.runner import run_arena
+    from cogwm.models import load
+    from cogwm.store import RunStore
+
+    started = time.monotonic()
+    with RunStore(db) as store:
+        asyncio.run(
+            run_arena(
+                config,
+                store,
+                resume=True,
+                force=force,
+                show_progress=show_progress,
+                load_model=load_model or load,
+            )
+        )
+    return time.monotonic() - started
 
 
 def plan_identity(plan: Plan, load_model: Any = None) -> str | None:
