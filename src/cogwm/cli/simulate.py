@@ -34,33 +34,43 @@ if TYPE_CHECKING:
     from cogwm.arena.factories import PythonSimulator
 
 
+SamplesSplitOption = Annotated[
+    Path, typer.Option("--samples", help="Samples split (from `cogwm samples build`).")
+]
+PredictionsOutOption = Annotated[
+    Path, typer.Option("--out", help="Predictions file to write (JSON Lines).")
+]
+SimulatorModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="Simulator model address (e.g. llamacpp:smollm2-wm)."),
+]
+PythonSimulatorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--simulator",
+        help="A simulator that is not a model (prediction mode): python:package.module:"
+        "factory (e.g. python:cogwm.simulator.rule:SentimentMeter) or transition:FILE.",
+    ),
+]
+ModeOption = Annotated[
+    str,
+    typer.Option(
+        "--mode", help="predict (state and reply) or understand (state from the real turn)."
+    ),
+]
+AblationOption = Annotated[
+    str,
+    typer.Option("--ablation", help=f"Input switch: {', '.join(SAMPLE_ABLATIONS)}."),
+]
+
+
 def simulate(
-    samples: Annotated[
-        Path, typer.Option("--samples", help="Samples split (from `cogwm samples build`).")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Predictions file to write (JSON Lines).")],
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="Simulator model address (e.g. llamacpp:smollm2-wm)."),
-    ] = None,
-    simulator: Annotated[
-        str | None,
-        typer.Option(
-            "--simulator",
-            help="A simulator that is not a model (prediction mode): python:package.module:"
-            "factory (e.g. python:cogwm.simulator.rule:SentimentMeter) or transition:FILE.",
-        ),
-    ] = None,
-    mode: Annotated[
-        str,
-        typer.Option(
-            "--mode", help="predict (state and reply) or understand (state from the real turn)."
-        ),
-    ] = "predict",
-    ablation: Annotated[
-        str,
-        typer.Option("--ablation", help=f"Input switch: {', '.join(SAMPLE_ABLATIONS)}."),
-    ] = "none",
+    samples: SamplesSplitOption,
+    out: PredictionsOutOption,
+    model: SimulatorModelOption = None,
+    simulator: PythonSimulatorOption = None,
+    mode: ModeOption = "predict",
+    ablation: AblationOption = "none",
     concurrency: ConcurrencyOption = DEFAULT_CONCURRENCY,
     limit: LimitOption = None,
     resume: ResumeOption = False,
