@@ -243,7 +243,6 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     check_precision(config)  # before a base is converted or loaded
     import torch
     from accelerate import Accelerator
-    from transformers import AutoTokenizer
 
     prepare_out(config.out, resume)
     if config.threads:
@@ -258,6 +257,38 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
         base_dir = resolve_base(config.base)
     if finished is not None:
         return TrainResult(config.out, base_dir, finished["steps"], finished, None)
+    run = _prepare_run(config, accelerator, base_dir, resume)
+    _run_steps(run, config, show_progress)
+    return _finish(run, config, base_dir)
+
+
+@dataclass
+class _Run:
+    """Everything one training run holds between its steps."""
+
+    accelerator: Any
+    tokenizer: Any
+    pad_id: int
+    data: TrainData
+    manifest: str
+    run_hash: str
+    peft_model: Any
+    params: list[Any]
+    optimizer: Any
+    scheduler: Any
+    module: Any
+    plan: StepPlan
+    history: list[dict[str, float]]
+    prior_wall: float
+    start: int
+    started: float
+
+
+def _prepare_run(config: TrainConfig, accelerator: Any, base_dir: Path, resume: bool) -> _Run:
+    """Data, model, optimizer, schedule and step plan of the run; its resumed state if any."""
+    import torch
+    from transformers import AutoTokenizer
+
     tokenizer: Any = AutoTokenizer.from_pretrained(str(base_dir))
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     data = load_data(config, tokenizer, base_dir)
@@ -269,21 +300,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     peft_model = load_lora_model(base_dir, config, accelerator.device)
     params = [p for p in peft_model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    pool_size = sum(len(positions) for positions in data.pool.values())
-    stream = BatchStream(
-        draw_order(
-            data.pool,
-            config.corpus_mix,
-            config.seed,
-            change_share=config.change_share,
-            changed=data.index.changed,
-        ),
-        pool_size,
-        data.encoder,
-        config.batch_tokens,
-        config.seed,
-    )
-    plan = StepPlan(stream, config, accelerator.num_processes)
+    plan = StepPlan(_batch_stream(config, data), config, accelerator.num_processes)
     if accelerator.is_main_process:
         save_new_encodings(data, config.out)  # with --epochs, every sample was just tokenized
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -292,43 +309,66 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     module, optimizer = accelerator.prepare(target_loss_module(peft_model), optimizer)
 
     state = _resume_state(config, run_hash, peft_model, optimizer, scheduler) if resume else None
-    history: list[dict[str, float]] = state["history"] if state else []
-    prior_wall = float(state["wall_s"]) if state else 0.0
-    start = int(state["step"]) if state else 0
-    started = time.monotonic()
-    last_checkpoint = started
+    return _Run(
+        accelerator, tokenizer, pad_id, data, manifest, run_hash, peft_model, params,
+        optimizer, scheduler, module, plan,
+        history=state["history"] if state else [],
+        prior_wall=float(state["wall_s"]) if state else 0.0,
+        start=int(state["step"]) if state else 0,
+        started=time.monotonic(),
+    )  # fmt: skip
 
-    def checkpoint(step: int) -> None:
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            save_new_encodings(data, config.out)
-            tensors = {
-                "lora": trainable_state(peft_model),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "rng": rng_state(),
-            }
-            meta = {
-                "step": step,
-                "run_hash": run_hash,
-                "history": history,
-                "wall_s": prior_wall + time.monotonic() - started,
-            }
-            save_checkpoint(config.out, step, tensors, meta)
 
+def _batch_stream(config: TrainConfig, data: TrainData) -> BatchStream:
+    """The run's batches: samples drawn by the corpus mix (and change share), seeded."""
+    pool_size = sum(len(positions) for positions in data.pool.values())
+    order = draw_order(
+        data.pool,
+        config.corpus_mix,
+        config.seed,
+        change_share=config.change_share,
+        changed=data.index.changed,
+    )
+    return BatchStream(order, pool_size, data.encoder, config.batch_tokens, config.seed)
+
+
+def _checkpoint(run: _Run, config: TrainConfig, step: int) -> None:
+    """Save the LoRA weights, optimizer, schedule and random state after ``step`` steps."""
+    run.accelerator.wait_for_everyone()
+    if run.accelerator.is_main_process:
+        save_new_encodings(run.data, config.out)
+        tensors = {
+            "lora": trainable_state(run.peft_model),
+            "optimizer": run.optimizer.state_dict(),
+            "scheduler": run.scheduler.state_dict(),
+            "rng": rng_state(),
+        }
+        meta = {
+            "step": step,
+            "run_hash": run.run_hash,
+            "history": run.history,
+            "wall_s": run.prior_wall + time.monotonic() - run.started,
+        }
+        save_checkpoint(config.out, step, tensors, meta)
+
+
+def _run_steps(run: _Run, config: TrainConfig, show_progress: bool) -> None:
+    """Every step from the resumed one to the end, with checkpoints by time and by steps."""
+    accelerator, plan = run.accelerator, run.plan
+    last_checkpoint = run.started
     shown = show_progress and accelerator.is_main_process
-    with ProgressBar("train", plan.total, enabled=shown, completed=start) as bar:
-        for step in range(start, plan.total):
+    with ProgressBar("train", plan.total, enabled=shown, completed=run.start) as bar:
+        for step in range(run.start, plan.total):
             batches = plan.micro_batches(step, accelerator.process_index)
             t0 = time.monotonic()
             loss, tokens = _train_step(
-                module, optimizer, scheduler, accelerator, params, config,
-                [collate(data.encodings(b), pad_id, accelerator.device) for b in batches],
+                run.module, run.optimizer, run.scheduler, accelerator, run.params, config,
+                [collate(run.data.encodings(b), run.pad_id, accelerator.device) for b in batches],
             )  # fmt: skip
             elapsed = time.monotonic() - t0
             epoch = batches[-1].epoch
             record = {"step": step + 1, "epoch": epoch, "loss": loss, "tokens": tokens}
-            history.append({**record, "s": elapsed})
+            run.history.append({**record, "s": elapsed})
             info = f"loss {loss:.3f} · {tokens / max(elapsed, 1e-9):.0f} tok/s"
             bar.update(completed=step + 1, info=info)
             now = time.monotonic()
@@ -336,17 +376,26 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
             if (by_steps or now - last_checkpoint >= config.checkpoint_minutes * 60) and (
                 step + 1 < plan.total
             ):
-                checkpoint(step + 1)
+                _checkpoint(run, config, step + 1)
                 last_checkpoint = now
+
+
+def _finish(run: _Run, config: TrainConfig, base_dir: Path) -> TrainResult:
+    """The training card, the validation loss and the saved adapter."""
+    accelerator = run.accelerator
     accelerator.wait_for_everyone()
-    card = _card(config, base_dir, manifest, run_hash, data, plan, history)
-    card["wall_s"] = round(prior_wall + time.monotonic() - started, 1)
-    card["resumed_from_step"] = start or None
+    card = _card(config, base_dir, run.manifest, run.run_hash, run.data, run.plan, run.history)
+    card["wall_s"] = round(run.prior_wall + time.monotonic() - run.started, 1)
+    card["resumed_from_step"] = run.start or None
     if accelerator.is_main_process:
-        inner = accelerator.unwrap_model(module)
-        card["validation"] = validation_loss(inner, config, tokenizer, pad_id, accelerator.device)
-        _save_adapter(config.out, accelerator.unwrap_model(module).inner, card, history)
-    return TrainResult(config.out, base_dir, plan.total, card, start or None)
+        inner = accelerator.unwrap_model(run.module)
+        card["validation"] = validation_loss(
+            inner, config, run.tokenizer, run.pad_id, accelerator.device
+        )
+        _save_adapter(
+            config.out, accelerator.unwrap_model(run.module).inner, card, history=run.history
+        )
+    return TrainResult(config.out, base_dir, run.plan.total, card, run.start or None)
 
 
 def validation_loss(
