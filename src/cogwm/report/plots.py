@@ -124,7 +124,8 @@ def _region_panel(ax: Any, data: RunData, dimension: str) -> str:
     ax.set_xlabel("dialogue progress (%), 5 regions")
     ax.set_xticks(REGION_PROGRESS)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
+    if any(c.n for c in every):  # a panel without values has no lines to name
+        ax.legend(fontsize=6)
     return f"{PANEL_DIMENSIONS[dimension]}: {caption(every, dimension)}"
 
 
