@@ -11,25 +11,33 @@
 4. ``--targets``: the orchestration-cost targets, each on 1,000 conversations: turns per CPU
    second with a 0 ms fake (>= 6,000), ideal/actual with 100 in flight against 50 ms (>= 0.9)
    and with 1,000 in flight against 250 ms (>= 0.8). Wall-clock ratios mean something only on
-   an otherwise idle machine; turns per CPU second less so.
+   an otherwise idle machine; turns per CPU second less so. ``--json``: one JSON object on
+   stdout (the run's lines go to stderr).
+5. ``--targets --baseline REV [--repeats 3]``: the targets of commit REV's tree and of the
+   current tree, alternately, each in a fresh process; medians, current / baseline and whether
+   the current tree is within 5 % (``arena_targets.py``).
 
 Usage: python bench/bench_arena.py [--conversations 1000] [--concurrency 100] [--latency 0.05]
-       [--store-turns 20000] [--embedded N] [--embedded-rounds 20] [--targets]
+       [--store-turns 20000] [--embedded N] [--embedded-rounds 20]
+       [--targets [--json | --baseline REV [--repeats 3]]]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from arena_targets import TARGETS, main_baseline, target_lines, targets_json
 from cogwm.arena.config import parse_config
 from cogwm.arena.runner import run_arena
 from cogwm.models import register_fake
@@ -212,21 +220,28 @@ def bench_embedded(conversations: int, rounds: int, folder: Path) -> None:
     )
 
 
-def targets() -> None:
-    """The three orchestration-cost targets of the arena, each on 1,000 conversations."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        _, cpu_rate = bench_concurrency(1000, 100, 0.0, folder)
-        at_50ms, _ = bench_concurrency(1000, 100, 0.05, folder)
-        at_250ms, _ = bench_concurrency(1000, 1000, 0.25, folder)
-    checks = [
-        ("turns per CPU second", cpu_rate, 6000.0, ",.0f"),
-        ("ideal/actual, 100 in flight, 50 ms", at_50ms, 0.9, ".2f"),
-        ("ideal/actual, 1,000 in flight, 250 ms", at_250ms, 0.8, ".2f"),
-    ]
-    for name, value, target, fmt in checks:
-        verdict = "ok" if value >= target else "BELOW"
-        print(f"target: {name} {value:{fmt}} (>= {target:{fmt}}) {verdict}")
+def targets(as_json: bool = False) -> None:
+    """The three orchestration-cost targets of the arena, each on 1,000 conversations.
+
+    With ``as_json`` the run's lines go to stderr and stdout holds one JSON object.
+    """
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            _, cpu_rate = bench_concurrency(1000, 100, 0.0, folder)
+            at_50ms, _ = bench_concurrency(1000, 100, 0.05, folder)
+            at_250ms, _ = bench_concurrency(1000, 1000, 0.25, folder)
+        values = dict(zip((t.key for t in TARGETS), (cpu_rate, at_50ms, at_250ms), strict=True))
+        print("\n".join(target_lines(values)))
+    if as_json:
+        print(targets_json(values))
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def main() -> None:
@@ -238,9 +253,18 @@ def main() -> None:
     parser.add_argument("--embedded", type=int, default=0, metavar="N")
     parser.add_argument("--embedded-rounds", type=int, default=20)
     parser.add_argument("--targets", action="store_true", help="Run the three cost targets.")
+    parser.add_argument("--json", action="store_true", help="--targets: one JSON object.")
+    parser.add_argument(
+        "--baseline", metavar="REV", help="--targets: compare with commit REV, alternately."
+    )
+    parser.add_argument("--repeats", type=_positive, default=3, help="--baseline: runs per side.")
     args = parser.parse_args()
+    if args.baseline is not None and (not args.targets or args.json):
+        parser.error("--baseline goes with --targets (and prints text, not --json)")
+    if args.baseline is not None:
+        sys.exit(main_baseline(args.baseline, args.repeats))
     if args.targets:
-        targets()
+        targets(args.json)
         return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
