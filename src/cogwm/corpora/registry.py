@@ -7,7 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from cogwm.corpora import annomi, dailydialog, esconv, inspired, persuasionforgood
+from cogwm.corpora.annomi import loader as annomi
+from cogwm.corpora.dailydialog import loader as dailydialog
+from cogwm.corpora.esconv import loader as esconv
+from cogwm.corpora.inspired import loader as inspired
+from cogwm.corpora.persuasionforgood import loader as persuasionforgood
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 

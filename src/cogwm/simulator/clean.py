@@ -138,7 +138,7 @@ def corpus_dialogues(corpus: str, data_dir: Path) -> list[Dialogue]:
         InputError: Unknown corpus, or files that are missing or do not read.
     """
     from cogwm import corpora
-    from cogwm.corpora import failed_esconv
+    from cogwm.corpora.failed_esconv import loader as failed_esconv
     from cogwm.corpora.readers import require_dir
 
     if corpus == failed_esconv.NAME:

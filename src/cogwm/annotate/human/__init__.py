@@ -23,9 +23,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from cogwm import corpora
-from cogwm.annotate.human import annomi, dailydialog, esconv, inspired, persuasionforgood
-from cogwm.annotate.human.table import MappingRow, MappingTable
-from cogwm.corpora import annomi_annotators, failed_esconv
+from cogwm.corpora.annomi import annotators as annomi_annotators
+from cogwm.corpora.annomi import mapping as annomi
+from cogwm.corpora.dailydialog import mapping as dailydialog
+from cogwm.corpora.esconv import mapping as esconv
+from cogwm.corpora.failed_esconv import loader as failed_esconv
+from cogwm.corpora.inspired import mapping as inspired
+from cogwm.corpora.labels.table import MappingRow, MappingTable
+from cogwm.corpora.persuasionforgood import mapping as persuasionforgood
 from cogwm.corpora.readers import require_data_dir, require_dir
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue

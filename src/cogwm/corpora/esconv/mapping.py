@@ -8,9 +8,9 @@ annotator said anything about them.
 
 from __future__ import annotations
 
-from cogwm.annotate.human import extensions
-from cogwm.annotate.human.common import StateCollector, compress_intensity, emotion, items
-from cogwm.annotate.human.table import MappingRow, MappingTable
+from cogwm.corpora.labels import extensions
+from cogwm.corpora.labels.common import StateCollector, compress_intensity, emotion, items
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 from cogwm.schema.labels import ESConvMeta

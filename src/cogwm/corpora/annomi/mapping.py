@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cogwm.annotate.human.common import StateCollector, constraint, items
-from cogwm.annotate.human.table import MappingRow, MappingTable
-from cogwm.corpora.annomi_annotators import UtteranceKey, UtteranceVotes
+from cogwm.corpora.annomi.annotators import UtteranceKey, UtteranceVotes
+from cogwm.corpora.labels.common import StateCollector, constraint, items
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Role
 from cogwm.schema.labels import AnnoMIMeta, AnnoMIUtteranceLabels
@@ -116,7 +116,7 @@ def label(dialogue: Dialogue, votes: Mapping[UtteranceKey, UtteranceVotes]) -> L
 
     Args:
         dialogue: A transcript read by :mod:`cogwm.corpora.annomi`.
-        votes: Per-annotator labels (:func:`cogwm.corpora.annomi_annotators.load`).
+        votes: Per-annotator labels (:func:`cogwm.corpora.annomi.annotators.load`).
 
     Raises:
         InputError: Not an AnnoMI dialogue, or a client utterance without a talk type or votes.

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from cogwm.annotate.human.common import StateCollector, constraint, items, self_reported
-from cogwm.annotate.human.table import MappingRow, MappingTable
+from cogwm.corpora.labels.common import StateCollector, constraint, items, self_reported
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Role, Turn
 from cogwm.schema.labels import P4GMeta, P4GUtteranceLabels

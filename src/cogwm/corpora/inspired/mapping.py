@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from cogwm.annotate.human.common import StateCollector, constraint, items, self_reported
-from cogwm.annotate.human.table import MappingRow, MappingTable
+from cogwm.corpora.labels.common import StateCollector, constraint, items, self_reported
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 from cogwm.schema.labels import InspiredMeta

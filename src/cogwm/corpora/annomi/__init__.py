@@ -1,0 +1,1 @@
+"""The annomi corpus: its loader and its human-label mapping."""

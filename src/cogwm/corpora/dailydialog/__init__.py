@@ -1,0 +1,1 @@
+"""The dailydialog corpus: its loader and its human-label mapping."""

@@ -1,0 +1,1 @@
+"""The esconv corpus: its loader and its human-label mapping."""

@@ -1,0 +1,1 @@
+"""The failed_esconv corpus: its loader and its human-label mapping."""

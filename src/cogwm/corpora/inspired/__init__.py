@@ -1,0 +1,1 @@
+"""The inspired corpus: its loader and its human-label mapping."""

@@ -1,0 +1,1 @@
+"""The persuasionforgood corpus: its loader and its human-label mapping."""
