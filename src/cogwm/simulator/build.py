@@ -14,7 +14,7 @@ dialogues dropped from each lower split; ``emotions`` counts the samples of each
 emotion label (``(none)``: an annotator said there is none; emotions the source says nothing
 about are not counted), what ``cogwm train --neutral-keep`` is chosen from; ``leave`` counts the
 prediction samples of each split by their ``leave`` target (``unknown`` at the end of a
-transcript whose source set the end, see ``CorpusSpec.ends_by_choice``).
+transcript whose source set the end, see ``Corpus.ends_by_choice``).
 
 Validation and test dialogues that are not *clean* (:mod:`cogwm.simulator.clean`: a user line of
 8+ words also occurs in the corpus's train split) are dropped too, so that neither selection on

@@ -178,7 +178,7 @@ def dialogue_samples(
     the partial state at the turn (unknown fields rendered ``null`` and tagged unknown), the turn's
     text as the utterance, and ``leave`` true on the user's last turn of the dialogue, false on
     the others. Where the corpus's source set the end (written dialogues, recorded
-    demonstrations: ``CorpusSpec.ends_by_choice``), the last turn's ``leave`` is unknown (never a
+    demonstrations: ``Corpus.ends_by_choice``), the last turn's ``leave`` is unknown (never a
     target): such an end says nothing about when a user wants to leave, and taught as one it
     makes a simulator leave as soon as those short dialogues do.
 

@@ -10,6 +10,7 @@ has no defined scores and the only related label (the ``commissive`` act) is too
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from cogwm.corpora.labels import extensions
 from cogwm.corpora.labels.common import StateCollector, emotion
@@ -129,3 +130,8 @@ def _reading(dialogue: Dialogue) -> LabelledDialogue:
                 emotion(row, row.value, CONVENTIONAL_INTENSITY, intensity_known=False),
             )
     return states.labelled()
+
+
+def labelled(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    """Both readings of every dialogue, in corpus order."""
+    return (reading for d in dialogues for reading in readings(d))

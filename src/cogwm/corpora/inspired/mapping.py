@@ -9,6 +9,8 @@ reason becomes a belief text; their pre-task Big Five the profile, marked ``self
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Literal
 
 from cogwm.corpora.labels.common import StateCollector, constraint, items, self_reported
@@ -183,3 +185,8 @@ def label(dialogue: Dialogue) -> LabelledDialogue:
         states.set(last, "beliefs", items(TABLE.row("inspired.B1"), reason))
     profile = self_reported(dialogue.profile)
     return states.labelled(dialogue.model_copy(update={"profile": profile}))
+
+
+def labelled(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    """The partial states of every dialogue."""
+    return (label(d) for d in dialogues)
