@@ -27,7 +27,7 @@ from pydantic import Field
 
 from cogwm import tasks
 from cogwm.corpora.profiles import profile_from_metadata
-from cogwm.corpora.registry import ends_by_choice
+from cogwm.corpora.registry import ends_by_choice, lookup
 from cogwm.errors import InputError
 from cogwm.jsonl import dump_tagged, parse_tagged, read_lines, write_lines
 from cogwm.models.types import Message
@@ -52,9 +52,6 @@ DEFAULT_HISTORY_TURNS = 8
 Split = Literal["train", "val", "test"]
 SPLITS: tuple[Split, ...] = ("train", "val", "test")
 Provenance = Literal["human", "llm", "self_report", "unknown"]
-
-#: Corpora whose name differs from their task's corpus (FailedESConv plays the ESC task).
-_EXTRA_CORPUS_TASKS = {"failed_esconv": "ESC"}
 
 
 class Sample(Record):
@@ -85,10 +82,10 @@ def task_for_corpus(corpus: str) -> TaskSpec:
     Raises:
         InputError: No task plays this corpus.
     """
-    extra = _EXTRA_CORPUS_TASKS.get(corpus)
-    if extra is not None:
-        return tasks.get(extra)
-    spec = tasks.for_corpus(corpus)
+    # A companion corpus (FailedESConv) plays the task of the release that holds it.
+    found = lookup(corpus)
+    plays = found.companion_of if found is not None and found.companion_of else corpus
+    spec = tasks.for_corpus(plays)
     if spec is None:
         raise InputError(f"no task plays corpus {corpus!r}")
     return spec
