@@ -150,3 +150,12 @@ def test_a_corpus_record_is_frozen() -> None:
     corpus: Corpus = corpora.get("esconv")
     with pytest.raises(AttributeError):
         corpus.name = "other"  # type: ignore[misc]
+
+
+def test_a_missing_companion_folder_names_the_companion_file(tmp_path: Path) -> None:
+    # Catches: FailedESConv read from a missing ESConv folder with a message that does not say
+    # which file was looked for (the release's folder holds several).
+    companion = corpora.find("failed_esconv")
+    assert companion is not None
+    with pytest.raises(InputError, match=r"esconv: directory not found \(expected FailedESConv"):
+        corpora.read(companion, tmp_path)

@@ -81,7 +81,8 @@ def read(corpus: Corpus, data_dir: Path | str) -> list[Dialogue]:
         InputError: Missing directory or file, malformed content.
     """
     require_dir(Path(data_dir), "one folder per corpus")
-    folder = require_dir(Path(data_dir) / corpus.folder, f"the {corpus.name} files")
+    files = corpus.files or f"the {corpus.name} files"
+    folder = require_dir(Path(data_dir) / corpus.folder, files)
     dialogues = corpus.loader(folder)
     _check_ids(folder, dialogues)
     return dialogues

@@ -68,6 +68,8 @@ class Corpus:
     #: How the samples' split rule names this corpus's known-groups hold-out (dialogues of
     #: two groups forced into test so a simulator is checked on both unseen); None without one.
     holdout: str | None = None
+    #: What its folder must hold, named when the folder is missing; None: "the <name> files".
+    files: str | None = None
 
     @property
     def keys(self) -> tuple[str, ...]:

@@ -21,4 +21,5 @@ CORPUS = Corpus(
     companion_of=esconv.CORPUS.name,
     # Seekers' surveys (improved or not): half of each group held out.
     holdout="FailedESConv's survey hold-out",
+    files=loader.FILE,
 )
