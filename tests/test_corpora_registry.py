@@ -21,7 +21,14 @@ from cogwm.corpora import Corpus
 from cogwm.corpora.labels.table import MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import BigFive, Dialogue, Role, Utterance
-from cogwm.schema.labels import InspiredMeta, InspiredSurvey, P4GMeta, P4GParticipant
+from cogwm.schema.labels import (
+    ESConvMeta,
+    ESConvSurvey,
+    InspiredMeta,
+    InspiredSurvey,
+    P4GMeta,
+    P4GParticipant,
+)
 from cogwm.simulator import clean, splits
 from cogwm.simulator.build import human_corpus
 from cogwm.simulator.samples import task_for_corpus
@@ -159,3 +166,24 @@ def test_a_missing_companion_folder_names_the_companion_file(tmp_path: Path) -> 
     assert companion is not None
     with pytest.raises(InputError, match=r"esconv: directory not found \(expected FailedESConv"):
         corpora.read(companion, tmp_path)
+
+
+def test_the_situation_comes_from_the_corpus_that_states_one() -> None:
+    # Catches: the situation no longer read from the corpora (ESConv and FailedESConv samples
+    # would show the task's generic scenario instead of the seeker's own words), or the
+    # emotion type (the first seeker turn's human label) shown in the prompt.
+    from cogwm import tasks
+    from cogwm.simulator.samples import sample_context
+
+    esc = tasks.get("ESC")
+    meta = ESConvMeta(
+        experience_type="x",
+        emotion_type="anxiety",
+        problem_type="job crisis",
+        situation=" I lost my job. ",
+        survey=ESConvSurvey(),
+    )
+    for corpus in ("esconv", "failed_esconv"):
+        context = sample_context(_dialogue(corpus, meta), esc)
+        assert context == "I lost my job. (problem: job crisis)", corpus
+    assert sample_context(_dialogue("annomi", None), tasks.get("MI")) == tasks.get("MI").scenario

@@ -26,6 +26,8 @@ DialogueCount = Callable[[Sequence[Dialogue]], int]
 Labeller = Callable[[list[Dialogue], Path], Iterator[LabelledDialogue]]
 #: The questionnaire row of a dialogue's user (trait name -> score); None where it has none.
 TraitsOf = Callable[[Dialogue], Mapping[str, object] | None]
+#: The user's situation as a dialogue's metadata states it; None where it states none.
+SituationOf = Callable[[Dialogue], str | None]
 
 
 class ReleaseCounts(NamedTuple):
@@ -61,6 +63,8 @@ class Corpus:
     every_speaker_is_user: bool = False
     #: The user's Big Five questionnaire row, where the corpus asked its participants.
     profile_traits: TraitsOf | None = None
+    #: The user's own situation, where each dialogue states one (ESConv's seekers).
+    situation: SituationOf | None = None
     #: The corpus whose release holds this one's file and whose task it plays (FailedESConv:
     #: ``esconv``); None for a release of its own. Such a corpus is read from that corpus's
     #: folder and is not one of :func:`cogwm.corpora.names`.

@@ -1,6 +1,7 @@
-"""The user's profile from corpus metadata: the dialogue's own, or Big Five from the corpus's
-questionnaire rows (``Corpus.profile_traits``: PersuasionForGood, INSPIRED). Arena scenarios and
-simulator samples both use it."""
+"""The user's profile and situation from corpus metadata: the dialogue's own profile, or Big Five
+from the corpus's questionnaire rows (``Corpus.profile_traits``: PersuasionForGood, INSPIRED);
+the situation a corpus states (``Corpus.situation``). Arena scenarios and simulator samples use
+them."""
 
 from __future__ import annotations
 
@@ -27,6 +28,17 @@ def profile_from_metadata(dialogue: Dialogue) -> Profile | None:
     if big_five is None:
         return None
     return Profile(big_five=big_five, confidence=3, source="corpus")
+
+
+def situation_from_metadata(dialogue: Dialogue) -> str | None:
+    """The user's situation as the corpus metadata states it (``Corpus.situation``: ESConv and
+    FailedESConv), or None."""
+    for corpus in EVERY:
+        if corpus.situation is not None:
+            found = corpus.situation(dialogue)
+            if found is not None:
+                return found
+    return None
 
 
 def _traits(dialogue: Dialogue) -> Mapping[str, object]:

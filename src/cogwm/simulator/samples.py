@@ -26,13 +26,12 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from cogwm import tasks
-from cogwm.corpora.profiles import profile_from_metadata
+from cogwm.corpora.profiles import profile_from_metadata, situation_from_metadata
 from cogwm.corpora.registry import ends_by_choice, lookup
 from cogwm.errors import InputError
 from cogwm.jsonl import dump_tagged, parse_tagged, read_lines, write_lines
 from cogwm.models.types import Message
 from cogwm.schema import CognitiveState, Dialogue, Profile, Record, Role, TaskSpec
-from cogwm.schema.labels import ESConvMeta
 from cogwm.schema.partial import STATE_FIELDS, Constraint, FieldKind, LabelledDialogue, PartialState
 from cogwm.simulator.format import (
     Mode,
@@ -143,15 +142,12 @@ class BuiltSample(NamedTuple):
 def sample_context(dialogue: Dialogue, task: TaskSpec) -> str:
     """The user's situation shown in a sample's prompt.
 
-    ESConv gives the seeker's own situation and problem type. Its ``emotion_type`` is left out:
-    it is the human label of the first seeker turn, so showing it would hand the model its target.
-    Other corpora have no per-dialogue situation and get the task's scenario (which the prompt
-    does not repeat).
+    ESConv gives the seeker's own situation and problem type (never the emotion type, the human
+    label of the first seeker turn: see ``Corpus.situation``). Other corpora have no per-dialogue
+    situation and get the task's scenario (which the prompt does not repeat).
     """
-    meta = dialogue.meta
-    if isinstance(meta, ESConvMeta):
-        return f"{meta.situation.strip()} (problem: {meta.problem_type})"
-    return task.scenario
+    found = situation_from_metadata(dialogue)
+    return found if found is not None else task.scenario
 
 
 def sample_profile(dialogue: Dialogue) -> Profile | None:

@@ -14,5 +14,6 @@ CORPUS = Corpus(
     label_distributions=loader.label_distributions,
     release=ReleaseCounts(dialogues=1_300, utterances=38_365),
     label_table=mapping.TABLE,
+    situation=loader.situation,
     labeller=mapping.labelled,
 )

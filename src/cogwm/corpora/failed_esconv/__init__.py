@@ -16,6 +16,7 @@ CORPUS = Corpus(
     label_distributions=esconv.loader.label_distributions,
     release=ReleaseCounts(dialogues=196, utterances=5_230),
     label_table=esconv.mapping.TABLE,
+    situation=esconv.loader.situation,
     labeller=esconv.mapping.labelled,
     aliases=("failedesconv",),
     companion_of=esconv.CORPUS.name,
