@@ -29,7 +29,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from cogwm.annotate.human import extensions
+from cogwm.corpora.labels import extensions
 from cogwm.validate import counterfactual as cf
 from cogwm.validate.baselines import fit_rules, state_figures
 from cogwm.validate.card import Check, Figure

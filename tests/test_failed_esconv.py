@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cogwm.annotate.human import labelled_dialogues
-from cogwm.corpora import failed_esconv
+from cogwm.corpora.failed_esconv import loader as failed_esconv
 from cogwm.errors import InputError
 from cogwm.schema import Role, lexicon
 from cogwm.schema.labels import ESConvUtteranceLabels

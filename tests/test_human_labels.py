@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from cogwm.annotate.human import TABLES, labelled_dialogues, names
-from cogwm.annotate.human import persuasionforgood as p4g
-from cogwm.corpora.dailydialog import EMOTIONS
+from cogwm.corpora.dailydialog.loader import EMOTIONS
+from cogwm.corpora.persuasionforgood import mapping as p4g
 from cogwm.errors import InputError
 from cogwm.schema import BigFive, Dialogue, Profile, Role, Utterance, lexicon
 from cogwm.schema.labels import P4GMeta, P4GParticipant, P4GSentence, P4GUtteranceLabels

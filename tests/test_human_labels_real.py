@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cogwm.annotate.human import labelled_dialogues
-from cogwm.corpora import annomi_annotators
+from cogwm.corpora.annomi import annotators as annomi_annotators
 from cogwm.schema import lexicon
 from cogwm.schema.partial import FieldKind, LabelledDialogue
 

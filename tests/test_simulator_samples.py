@@ -267,7 +267,7 @@ def test_arena_and_sample_prompts_are_byte_identical_for_an_esconv_situation() -
 def test_esconv_prompt_shows_the_situation_but_never_the_emotion_type() -> None:
     # Catches: the seeker's self-reported emotion type (the first seeker turn's gold emotion)
     # leaking into the prompt through the context.
-    from cogwm.annotate.human import esconv
+    from cogwm.corpora.esconv import mapping as esconv
 
     dialogue = _dialogue("esconv:test:0", ["Hi.", "Hello.", "What is wrong?", "My boss."])
     meta = ESConvMeta(
@@ -300,7 +300,7 @@ def test_an_unknown_field_has_unknown_provenance_even_with_an_origin() -> None:
 def test_p4g_reaction_levels_stay_apart_on_the_whole_score_grid() -> None:
     # Catches: halves rounded all one way onto the grammar's whole scores, which gave a
     # negative reaction to donating (desire 0.5) the neutral reaction's target (1.0).
-    from cogwm.annotate.human import persuasionforgood as p4g
+    from cogwm.corpora.persuasionforgood import mapping as p4g
 
     acts = ("negative", "neutral", "positive")
     utterances = []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cogwm.corpora import annomi_annotators
+from cogwm.corpora.annomi import annotators as annomi_annotators
 from cogwm.tom.contexts import Context, continuation_text, load_contexts
 from cogwm.tom.items import Source, Task, ToMItem, Variant
 from cogwm.tom.stats import majority_baseline

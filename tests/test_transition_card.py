@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cogwm.annotate.human import extensions
+from cogwm.corpora.labels import extensions
 from cogwm.errors import InputError
 from cogwm.metrics.sentiment import vader_compound
 from cogwm.schema import CognitiveState, Emotion, StateItem

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cogwm import tasks
-from cogwm.annotate.human import extensions, labelled_dialogues
+from cogwm.annotate.human import labelled_dialogues
+from cogwm.corpora.labels import extensions
 from cogwm.schema import Profile, Role
 from cogwm.schema.termination import Phase
 from cogwm.schema.transcript import ArenaTurn, UserSetup

@@ -25,8 +25,8 @@ import typer
 from typer.testing import CliRunner
 
 from cogwm import models
-from cogwm.annotate.human import extensions
 from cogwm.cli.validate import validate
+from cogwm.corpora.labels import extensions
 from cogwm.models import Message, register_fake, unregister_fake
 from cogwm.schema import CognitiveState, Emotion, StateItem
 from cogwm.schema.lexicon import valence

@@ -113,7 +113,7 @@ def run_command(
 
     require_resumable(db, resume=resume)
     if extensions:
-        from cogwm.annotate.human.extensions import register
+        from cogwm.corpora.labels.extensions import register
 
         register()
     dialogues, task = _dialogues_and_task(corpus, task_name, data_dir)

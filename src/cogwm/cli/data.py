@@ -80,7 +80,7 @@ def list_corpora(data_dir: DataDirOption = None, as_json: JsonOption = False) ->
     # An explicit folder that does not exist is an error, not a table of "no".
     root = resolve_data_dir(data_dir) if data_dir is not None else _optional_root()
 
-    def present(spec: corpora.CorpusSpec) -> bool | None:  # None: no data directory known
+    def present(spec: corpora.Corpus) -> bool | None:  # None: no data directory known
         return None if root is None else (root / spec.folder).is_dir()
 
     if as_json:

@@ -345,7 +345,7 @@ def _build_templates(
 
     votes = None
     if any(c.corpus == "annomi" for c in contexts):
-        from cogwm.corpora import annomi_annotators
+        from cogwm.corpora.annomi import annotators as annomi_annotators
 
         # the per-annotator file drops golds the annotators split on evenly
         if (data_dir / "annomi" / annomi_annotators.FULL_FILE).is_file():

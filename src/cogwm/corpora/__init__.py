@@ -1,5 +1,8 @@
 """Corpus loaders and sliding windows.
 
+Each corpus is a package (``cogwm.corpora.esconv`` ...) holding its loader, its human-label
+mapping and its :class:`Corpus` record; :mod:`cogwm.corpora.registry` lists them.
+
 Each corpus is read from its raw files under ``<data_dir>/<corpus>/`` into
 :class:`cogwm.schema.Dialogue` records that keep every original label (typed, in
 ``Utterance.labels`` and ``Dialogue.meta``)::
@@ -18,8 +21,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cogwm.corpora.corpus import Corpus, ReleaseCounts
 from cogwm.corpora.readers import require_dir
-from cogwm.corpora.registry import CORPORA, CorpusSpec, ReleaseCounts, get, names
+from cogwm.corpora.registry import (
+    COMPANIONS,
+    CORPORA,
+    EVERY,
+    every_name,
+    find,
+    get,
+    lookup,
+    names,
+)
 from cogwm.corpora.stats import CorpusStats, ReleaseCheck, corpus_stats
 from cogwm.corpora.windows import (
     LONG_WINDOW_WORDS,
@@ -58,10 +71,19 @@ def load(name: str, data_dir: Path | str) -> list[Dialogue]:
     Raises:
         InputError: Unknown corpus, missing directory or file, malformed content.
     """
-    spec = get(name)
+    return read(get(name), data_dir)
+
+
+def read(corpus: Corpus, data_dir: Path | str) -> list[Dialogue]:
+    """Read one corpus of the registry whole, a release or a companion (see :func:`load`).
+
+    Raises:
+        InputError: Missing directory or file, malformed content.
+    """
     require_dir(Path(data_dir), "one folder per corpus")
-    folder = require_dir(Path(data_dir) / spec.folder, f"the {spec.name} files")
-    dialogues = spec.loader(folder)
+    files = corpus.files or f"the {corpus.name} files"
+    folder = require_dir(Path(data_dir) / corpus.folder, files)
+    dialogues = corpus.loader(folder)
     _check_ids(folder, dialogues)
     return dialogues
 
@@ -77,10 +99,12 @@ def _check_ids(folder: Path, dialogues: list[Dialogue]) -> None:
 
 
 __all__ = [
+    "COMPANIONS",
     "CORPORA",
+    "EVERY",
     "LONG_WINDOW_WORDS",
     "WINDOW_MIN_WORDS",
-    "CorpusSpec",
+    "Corpus",
     "CorpusStats",
     "ReleaseCheck",
     "ReleaseCounts",
@@ -92,11 +116,15 @@ __all__ = [
     "bounded_window_spans",
     "corpus_dir",
     "corpus_stats",
+    "every_name",
+    "find",
     "get",
     "iter_windows",
     "load",
+    "lookup",
     "make_windows",
     "names",
+    "read",
     "summarize",
     "window_spans",
     "word_count",

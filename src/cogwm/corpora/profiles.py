@@ -1,12 +1,15 @@
-"""The user's profile from corpus metadata: the dialogue's own, or Big Five from the corpus's
-trait rows (PersuasionForGood, INSPIRED). Arena scenarios and simulator samples both use it."""
+"""The user's profile and situation from corpus metadata: the dialogue's own profile, or Big Five
+from the corpus's questionnaire rows (``Corpus.profile_traits``: PersuasionForGood, INSPIRED);
+the situation a corpus states (``Corpus.situation``). Arena scenarios and simulator samples use
+them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from cogwm.corpora.registry import EVERY
 from cogwm.schema import BigFive, Dialogue, Profile
-from cogwm.schema.labels import InspiredMeta, P4GMeta
 
 _BIG_FIVE_KEYS = {
     "openness": ("open",),
@@ -21,19 +24,35 @@ def profile_from_metadata(dialogue: Dialogue) -> Profile | None:
     """The user's profile from corpus metadata: the dialogue's own, or Big Five (P4G, INSPIRED)."""
     if dialogue.profile is not None:
         return dialogue.profile
-    traits: dict[str, Any] = {}
-    meta = dialogue.meta
-    if isinstance(meta, P4GMeta) and meta.persuadee is not None:
-        traits = dict(meta.persuadee.traits)
-    elif isinstance(meta, InspiredMeta) and meta.survey is not None:
-        traits = dict(meta.survey.seeker_personality or {})
-    big_five = _big_five(traits)
+    big_five = _big_five(_traits(dialogue))
     if big_five is None:
         return None
     return Profile(big_five=big_five, confidence=3, source="corpus")
 
 
-def _big_five(traits: dict[str, Any]) -> BigFive | None:
+def situation_from_metadata(dialogue: Dialogue) -> str | None:
+    """The user's situation as the corpus metadata states it (``Corpus.situation``: ESConv and
+    FailedESConv), or None."""
+    for corpus in EVERY:
+        if corpus.situation is not None:
+            found = corpus.situation(dialogue)
+            if found is not None:
+                return found
+    return None
+
+
+def _traits(dialogue: Dialogue) -> Mapping[str, object]:
+    """The first questionnaire row a corpus reads from the dialogue's metadata (each corpus
+    recognises only its own metadata), or nothing."""
+    for corpus in EVERY:
+        if corpus.profile_traits is not None:
+            traits = corpus.profile_traits(dialogue)
+            if traits is not None:
+                return traits
+    return {}
+
+
+def _big_five(traits: Mapping[str, Any]) -> BigFive | None:
     """Big Five from a corpus trait row (P4G and INSPIRED both ask on 1-5)."""
     values: dict[str, float] = {}
     lowered = {str(k).lower(): v for k, v in traits.items()}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from cogwm.corpora.common import distribution
-from cogwm.corpora.registry import CorpusSpec
+from cogwm.corpora.corpus import Corpus
 from cogwm.schema import Dialogue, Record, Role
 
 
@@ -45,7 +45,7 @@ def _mean(total: int, count: int) -> float | None:
     return total / count if count else None
 
 
-def corpus_stats(spec: CorpusSpec, dialogues: Sequence[Dialogue]) -> CorpusStats:
+def corpus_stats(spec: Corpus, dialogues: Sequence[Dialogue]) -> CorpusStats:
     """Statistics of ``dialogues`` read from the corpus ``spec``.
 
     Args:

@@ -14,7 +14,7 @@ dialogues dropped from each lower split; ``emotions`` counts the samples of each
 emotion label (``(none)``: an annotator said there is none; emotions the source says nothing
 about are not counted), what ``cogwm train --neutral-keep`` is chosen from; ``leave`` counts the
 prediction samples of each split by their ``leave`` target (``unknown`` at the end of a
-transcript whose source set the end, see ``CorpusSpec.ends_by_choice``).
+transcript whose source set the end, see ``Corpus.ends_by_choice``).
 
 Validation and test dialogues that are not *clean* (:mod:`cogwm.simulator.clean`: a user line of
 8+ words also occurs in the corpus's train split) are dropped too, so that neither selection on
@@ -107,11 +107,6 @@ def check_out_dir(out: Path, *, force: bool) -> None:
         raise InputError(f"--out {out}: directory is not empty (pass --force to overwrite)")
 
 
-#: Names of human-label corpora that the corpora registry does not know (FailedESConv is read
-#: from the ESConv release, not registered as a corpus of its own).
-_HUMAN_ALIASES = {"failedesconv": "failed_esconv"}
-
-
 def human_corpus(corpus: str) -> str:
     """The canonical name of a corpus with human labels (aliases allowed, e.g. ``p4g``,
     ``failedesconv``).
@@ -120,17 +115,12 @@ def human_corpus(corpus: str) -> str:
         InputError: No human-label mapping for that corpus.
     """
     from cogwm import corpora
-    from cogwm.annotate.human import names
 
-    key = corpus.strip().lower().replace("-", "_")
-    key = _HUMAN_ALIASES.get(key, key)
-    if key not in names():
-        with contextlib.suppress(InputError):
-            key = corpora.get(key).name
-    if key not in names():
-        known = ", ".join(names())
+    found = corpora.find(corpus)
+    if found is None:
+        known = ", ".join(corpora.every_name())
         raise InputError(f"--human {corpus}: no human-label mapping (known: {known})")
-    return key
+    return found.name
 
 
 def load_source(source: Source, data_dir: Path | None, limit: int | None) -> list[LabelledDialogue]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from cogwm import corpora
 from cogwm.schema import Dialogue, Role
 from cogwm.simulator.splits import (
     HOLDOUT_CORPORA,
@@ -46,7 +47,7 @@ from cogwm.simulator.splits import (
 #: Lines shorter than this (in words, after normalisation) are common phrases, not copies.
 MIN_WORDS = 8
 #: Corpora where every speaker is the user in one reading of the dialogue.
-EVERY_SPEAKER_IS_USER = frozenset({"dailydialog"})
+EVERY_SPEAKER_IS_USER = frozenset(c.name for c in corpora.EVERY if c.every_speaker_is_user)
 #: One line describing the rule, for manifests and cards.
 CLEAN_RULE = (
     f"held-out dialogues with a user line (utterance or turn) of {MIN_WORDS}+ words that occurs "
@@ -137,13 +138,8 @@ def corpus_dialogues(corpus: str, data_dir: Path) -> list[Dialogue]:
     Raises:
         InputError: Unknown corpus, or files that are missing or do not read.
     """
-    from cogwm import corpora
-    from cogwm.corpora import failed_esconv
-    from cogwm.corpora.readers import require_dir
-
-    if corpus == failed_esconv.NAME:
-        return failed_esconv.load(require_dir(Path(data_dir) / "esconv", failed_esconv.FILE))
-    return corpora.load(corpus, data_dir)
+    found = corpora.find(corpus) or corpora.get(corpus)  # get: one line naming known corpora
+    return corpora.read(found, data_dir)
 
 
 def corpus_train_lines(

@@ -26,13 +26,12 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from cogwm import tasks
-from cogwm.corpora.profiles import profile_from_metadata
-from cogwm.corpora.registry import ends_by_choice
+from cogwm.corpora.profiles import profile_from_metadata, situation_from_metadata
+from cogwm.corpora.registry import ends_by_choice, lookup
 from cogwm.errors import InputError
 from cogwm.jsonl import dump_tagged, parse_tagged, read_lines, write_lines
 from cogwm.models.types import Message
 from cogwm.schema import CognitiveState, Dialogue, Profile, Record, Role, TaskSpec
-from cogwm.schema.labels import ESConvMeta
 from cogwm.schema.partial import STATE_FIELDS, Constraint, FieldKind, LabelledDialogue, PartialState
 from cogwm.simulator.format import (
     Mode,
@@ -52,9 +51,6 @@ DEFAULT_HISTORY_TURNS = 8
 Split = Literal["train", "val", "test"]
 SPLITS: tuple[Split, ...] = ("train", "val", "test")
 Provenance = Literal["human", "llm", "self_report", "unknown"]
-
-#: Corpora whose name differs from their task's corpus (FailedESConv plays the ESC task).
-_EXTRA_CORPUS_TASKS = {"failed_esconv": "ESC"}
 
 
 class Sample(Record):
@@ -85,10 +81,10 @@ def task_for_corpus(corpus: str) -> TaskSpec:
     Raises:
         InputError: No task plays this corpus.
     """
-    extra = _EXTRA_CORPUS_TASKS.get(corpus)
-    if extra is not None:
-        return tasks.get(extra)
-    spec = tasks.for_corpus(corpus)
+    # A companion corpus (FailedESConv) plays the task of the release that holds it.
+    found = lookup(corpus)
+    plays = found.companion_of if found is not None and found.companion_of else corpus
+    spec = tasks.for_corpus(plays)
     if spec is None:
         raise InputError(f"no task plays corpus {corpus!r}")
     return spec
@@ -146,15 +142,12 @@ class BuiltSample(NamedTuple):
 def sample_context(dialogue: Dialogue, task: TaskSpec) -> str:
     """The user's situation shown in a sample's prompt.
 
-    ESConv gives the seeker's own situation and problem type. Its ``emotion_type`` is left out:
-    it is the human label of the first seeker turn, so showing it would hand the model its target.
-    Other corpora have no per-dialogue situation and get the task's scenario (which the prompt
-    does not repeat).
+    ESConv gives the seeker's own situation and problem type (never the emotion type, the human
+    label of the first seeker turn: see ``Corpus.situation``). Other corpora have no per-dialogue
+    situation and get the task's scenario (which the prompt does not repeat).
     """
-    meta = dialogue.meta
-    if isinstance(meta, ESConvMeta):
-        return f"{meta.situation.strip()} (problem: {meta.problem_type})"
-    return task.scenario
+    found = situation_from_metadata(dialogue)
+    return found if found is not None else task.scenario
 
 
 def sample_profile(dialogue: Dialogue) -> Profile | None:
@@ -178,7 +171,7 @@ def dialogue_samples(
     the partial state at the turn (unknown fields rendered ``null`` and tagged unknown), the turn's
     text as the utterance, and ``leave`` true on the user's last turn of the dialogue, false on
     the others. Where the corpus's source set the end (written dialogues, recorded
-    demonstrations: ``CorpusSpec.ends_by_choice``), the last turn's ``leave`` is unknown (never a
+    demonstrations: ``Corpus.ends_by_choice``), the last turn's ``leave`` is unknown (never a
     target): such an end says nothing about when a user wants to leave, and taught as one it
     makes a simulator leave as soon as those short dialogues do.
 

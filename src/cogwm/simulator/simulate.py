@@ -160,7 +160,7 @@ def select_samples(path: Path, mode: Mode, limit: int | None) -> list[Sample]:
 def register_target_labels(samples: Iterable[Sample]) -> None:
     """Register the lexicon extensions the targets use (DailyDialog's happiness, neutral, ...),
     so that the output grammar offers them to the simulator and the gold states validate."""
-    from cogwm.annotate.human.extensions import LABELS, register
+    from cogwm.corpora.labels.extensions import LABELS, register
 
     used = {target_emotion(s) for s in samples}
     missing = sorted(label for label in used if label in LABELS and not is_known(label))

@@ -44,6 +44,7 @@ from typing import Any
 
 from pydantic import Field
 
+from cogwm import corpora
 from cogwm.schema import Dialogue, Record
 from cogwm.schema.labels import AnnoMIMeta, ESConvMeta
 from cogwm.simulator.samples import SPLITS, Split
@@ -295,13 +296,10 @@ def _twins(
 
 
 #: The corpora whose known-groups hold-out the current rule forces into test.
-HOLDOUT_CORPORA: frozenset[str] = frozenset({ANNOMI, FAILED_ESCONV})
+HOLDOUT_CORPORA: frozenset[str] = frozenset(c.name for c in corpora.EVERY if c.holdout)
 #: How a manifest's ``split_rule`` text names each hold-out (manifests before
 #: ``split_rule_version`` say only there whether a hold-out was forced).
-_HOLDOUT_WORDS = {
-    ANNOMI: "AnnoMI's quality hold-out",
-    FAILED_ESCONV: "FailedESConv's survey hold-out",
-}
+_HOLDOUT_WORDS = {c.name: c.holdout for c in corpora.EVERY if c.holdout}
 
 
 def forced_holdouts(manifest: Mapping[str, Any]) -> frozenset[str]:

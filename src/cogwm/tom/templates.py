@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from cogwm.corpora import word_count
-from cogwm.corpora.annomi_annotators import UtteranceKey, UtteranceVotes
+from cogwm.corpora.annomi.annotators import UtteranceKey, UtteranceVotes
 from cogwm.schema import Role, Utterance
 from cogwm.schema.labels import AnnoMIMeta, AnnoMIUtteranceLabels, ESConvMeta, P4GMeta
 from cogwm.tom.contexts import Context, continuation_text
@@ -652,7 +652,7 @@ def build_template_items(
         contexts: Contexts from :func:`cogwm.tom.contexts.contexts_of`.
         tasks: Which tasks to build.
         seed: Seed of the distractor choices and option orders.
-        annomi_votes: AnnoMI's per-annotator votes (:func:`cogwm.corpora.annomi_annotators.load`):
+        annomi_votes: AnnoMI's per-annotator votes (:func:`cogwm.corpora.annomi.annotators.load`):
             a gold from an utterance the annotators split on evenly is dropped.
         report: Counts of resolved golds and dropped items by reason (filled in).
     """

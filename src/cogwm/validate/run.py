@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from rich.console import Console
 
 from cogwm import corpora
-from cogwm.annotate.human import extensions
 from cogwm.arena.provenance import git_revision, package_versions
+from cogwm.corpora.labels import extensions
 from cogwm.errors import InputError
 from cogwm.models.model import Model
 from cogwm.progress import ProgressBar

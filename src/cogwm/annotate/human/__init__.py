@@ -17,71 +17,27 @@ constraints. Every field names the table row that produced it.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from cogwm import corpora
-from cogwm.annotate.human import annomi, dailydialog, esconv, inspired, persuasionforgood
-from cogwm.annotate.human.table import MappingRow, MappingTable
-from cogwm.corpora import annomi_annotators, failed_esconv
-from cogwm.corpora.readers import require_data_dir, require_dir
+from cogwm.corpora import Corpus
+from cogwm.corpora.labels.table import MappingRow, MappingTable
+from cogwm.corpora.readers import require_data_dir
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 from cogwm.schema.partial import LabelledDialogue
 
 DATA_DIR_ENV = "COGWM_DATA_DIR"
 
-#: The mapping table of each corpus.
-TABLES: dict[str, MappingTable] = {
-    "esconv": esconv.TABLE,
-    "dailydialog": dailydialog.TABLE,
-    "annomi": annomi.TABLE,
-    "persuasionforgood": persuasionforgood.TABLE,
-    "inspired": inspired.TABLE,
-    # The dropped ESConv dialogues carry the same self-reports: one table, one set of rules.
-    "failed_esconv": esconv.TABLE,
-}
-
-_Labeller = Callable[[list[Dialogue], Path], Iterator[LabelledDialogue]]
-
-
-def _esconv(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
-    return (esconv.label(d) for d in dialogues)
-
-
-def _dailydialog(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
-    return (reading for d in dialogues for reading in dailydialog.readings(d))
-
-
-def _annomi(dialogues: list[Dialogue], corpus_dir: Path) -> Iterator[LabelledDialogue]:
-    votes = annomi_annotators.load(corpus_dir)
-    return (annomi.label(d, votes) for d in dialogues)
-
-
-def _persuasionforgood(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
-    # Only the 300 dialogues with act labels: the others have no turn-level human label.
-    return (persuasionforgood.label(d) for d in dialogues if persuasionforgood.is_labelled(d))
-
-
-def _inspired(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
-    return (inspired.label(d) for d in dialogues)
-
-
-_LABELLERS: dict[str, _Labeller] = {
-    "esconv": _esconv,
-    "dailydialog": _dailydialog,
-    "annomi": _annomi,
-    "persuasionforgood": _persuasionforgood,
-    "inspired": _inspired,
-    "failed_esconv": _esconv,
-}
+#: The mapping table of each corpus (FailedESConv shares ESConv's: one table, one set of rules).
+TABLES: dict[str, MappingTable] = {corpus.name: corpus.label_table for corpus in corpora.EVERY}
 
 
 def names() -> list[str]:
     """The corpora with a human-label mapping."""
-    return list(_LABELLERS)
+    return corpora.every_name()
 
 
 def labelled_dialogues(
@@ -102,37 +58,26 @@ def labelled_dialogues(
         InputError: Unknown corpus, no data directory, a split the corpus does not have, or
             raw files that do not read or map.
     """
-    name = _canonical(corpus)
+    found = _canonical(corpus)
     root = _data_dir(data_dir)
-    folder, dialogues = _load(name, root)
+    dialogues = corpora.read(found, root)
     if split is not None:
-        dialogues = _in_split(name, dialogues, split)
-    return _LABELLERS[name](dialogues, folder)
+        dialogues = _in_split(found.name, dialogues, split)
+    return found.labeller(dialogues, root / found.folder)
 
 
 def rows(corpus: str) -> tuple[MappingRow, ...]:
     """The mapping-table rows of ``corpus``."""
-    return TABLES[_canonical(corpus)].rows
+    return _canonical(corpus).label_table.rows
 
 
-def _canonical(corpus: str) -> str:
-    key = corpus.strip().lower()
-    if key not in _LABELLERS:
-        with contextlib.suppress(InputError):  # not a corpus name either: reported below
-            key = corpora.get(key).name
-    if key not in _LABELLERS:
+def _canonical(corpus: str) -> Corpus:
+    found = corpora.find(corpus)
+    if found is None:
         raise InputError(
-            f"no human-label mapping for corpus {corpus!r}; known: {', '.join(_LABELLERS)}"
+            f"no human-label mapping for corpus {corpus!r}; known: {', '.join(names())}"
         )
-    return key
-
-
-def _load(name: str, root: Path) -> tuple[Path, list[Dialogue]]:
-    """The corpus folder and its dialogues (FailedESConv is read from the ESConv folder)."""
-    if name == failed_esconv.NAME:
-        folder = require_dir(root / "esconv", f"{failed_esconv.FILE}")
-        return folder, failed_esconv.load(folder)
-    return corpora.corpus_dir(name, root), corpora.load(name, root)
+    return found
 
 
 def _data_dir(data_dir: Path | str | None) -> Path:

@@ -53,7 +53,7 @@ from cogwm.simulator.train.states import changed_fields
 CorpusMix = Literal["proportional", "uniform"]
 CORPUS_MIXES: tuple[CorpusMix, ...] = ("proportional", "uniform")
 #: The lexicon extension DailyDialog's "no emotion" maps to
-#: (:mod:`cogwm.annotate.human.extensions`).
+#: (:mod:`cogwm.corpora.labels.extensions`).
 NO_EMOTION_LABEL = "neutral"
 #: Consecutive draws batched together (length-sorted within, like a bucket).
 WINDOW = 256

@@ -181,7 +181,8 @@ def training_rows(
         InputError: A bad samples directory, a manifest without human-label sources, or corpus
             files that cannot be read.
     """
-    from cogwm.annotate.human import extensions, labelled_dialogues
+    from cogwm.annotate.human import labelled_dialogues
+    from cogwm.corpora.labels import extensions
 
     extensions.register()
     manifest = _manifest(samples)

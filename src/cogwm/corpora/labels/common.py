@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cogwm.annotate.human.table import MappingRow
+from cogwm.corpora.labels.table import MappingRow
 from cogwm.schema import Dialogue, Emotion, Profile, Role, StateItem
 from cogwm.schema.partial import (
     Constraint,

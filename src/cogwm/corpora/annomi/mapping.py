@@ -9,11 +9,13 @@ ten annotators split evenly, the label is not settled and no constraint is set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
-from cogwm.annotate.human.common import StateCollector, constraint, items
-from cogwm.annotate.human.table import MappingRow, MappingTable
-from cogwm.corpora.annomi_annotators import UtteranceKey, UtteranceVotes
+from cogwm.corpora.annomi import annotators
+from cogwm.corpora.annomi.annotators import UtteranceKey, UtteranceVotes
+from cogwm.corpora.labels.common import StateCollector, constraint, items
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Role
 from cogwm.schema.labels import AnnoMIMeta, AnnoMIUtteranceLabels
@@ -116,7 +118,7 @@ def label(dialogue: Dialogue, votes: Mapping[UtteranceKey, UtteranceVotes]) -> L
 
     Args:
         dialogue: A transcript read by :mod:`cogwm.corpora.annomi`.
-        votes: Per-annotator labels (:func:`cogwm.corpora.annomi_annotators.load`).
+        votes: Per-annotator labels (:func:`cogwm.corpora.annomi.annotators.load`).
 
     Raises:
         InputError: Not an AnnoMI dialogue, or a client utterance without a talk type or votes.
@@ -156,3 +158,10 @@ def _settled_talk_type(
             f"{dialogue.id}: utterance {labels.utterance_id} has no row in the per-annotator file"
         )
     return None if vote.tied else labels.client_talk_type
+
+
+def labelled(dialogues: list[Dialogue], corpus_dir: Path) -> Iterator[LabelledDialogue]:
+    """The partial states of every session, with the annotators' votes read from
+    ``corpus_dir`` (``AnnoMI-full.csv``)."""
+    votes = annotators.load(corpus_dir)
+    return (label(d, votes) for d in dialogues)

@@ -21,7 +21,7 @@ README gives 1-6 for the whole questionnaire) becomes ``Dialogue.profile``.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -316,3 +316,11 @@ def label_distributions(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, in
         ),
         "split": distribution(d.split for d in dialogues),
     }
+
+
+def user_traits(dialogue: Dialogue) -> Mapping[str, object] | None:
+    """The seeker's ``seeker_personality.tsv`` row; None without a joined survey or row."""
+    meta = dialogue.meta
+    if isinstance(meta, InspiredMeta) and meta.survey is not None:
+        return meta.survey.seeker_personality
+    return None

@@ -13,7 +13,7 @@ profile's own scale) becomes ``Dialogue.profile`` with ``source="corpus"``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -303,3 +303,11 @@ def label_distributions(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, in
             if m.annotated
         ),
     }
+
+
+def user_traits(dialogue: Dialogue) -> Mapping[str, object] | None:
+    """The persuadee's pre-task questionnaire row (Big Five and more); None without one."""
+    meta = dialogue.meta
+    if isinstance(meta, P4GMeta) and meta.persuadee is not None:
+        return meta.persuadee.traits
+    return None

@@ -17,7 +17,12 @@ from typing import NamedTuple
 
 from pydantic import Field
 
-from cogwm.corpora.annomi import CLIENT_TALK_TYPES, FILE, NOT_APPLICABLE, THERAPIST_BEHAVIOURS
+from cogwm.corpora.annomi.loader import (
+    CLIENT_TALK_TYPES,
+    FILE,
+    NOT_APPLICABLE,
+    THERAPIST_BEHAVIOURS,
+)
 from cogwm.corpora.readers import Row, read_table
 from cogwm.schema.base import Record
 

@@ -144,3 +144,15 @@ def label_distributions(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, in
         "final_emotion_intensity": distribution(m.survey.final_emotion_intensity for m in metas),
         "strategy": distribution(strategies),
     }
+
+
+def situation(dialogue: Dialogue) -> str | None:
+    """The seeker's own situation and problem type; None without ESConv metadata.
+
+    The ``emotion_type`` is left out: it is the human label of the first seeker turn, so a
+    prompt showing it would hand a model its target.
+    """
+    meta = dialogue.meta
+    if isinstance(meta, ESConvMeta):
+        return f"{meta.situation.strip()} (problem: {meta.problem_type})"
+    return None

@@ -9,10 +9,12 @@ reason becomes a belief text; their pre-task Big Five the profile, marked ``self
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Literal
 
-from cogwm.annotate.human.common import StateCollector, constraint, items, self_reported
-from cogwm.annotate.human.table import MappingRow, MappingTable
+from cogwm.corpora.labels.common import StateCollector, constraint, items, self_reported
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 from cogwm.schema.labels import InspiredMeta
@@ -183,3 +185,8 @@ def label(dialogue: Dialogue) -> LabelledDialogue:
         states.set(last, "beliefs", items(TABLE.row("inspired.B1"), reason))
     profile = self_reported(dialogue.profile)
     return states.labelled(dialogue.model_copy(update={"profile": profile}))
+
+
+def labelled(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    """The partial states of every dialogue."""
+    return (label(d) for d in dialogues)

@@ -8,9 +8,12 @@ annotator said anything about them.
 
 from __future__ import annotations
 
-from cogwm.annotate.human import extensions
-from cogwm.annotate.human.common import StateCollector, compress_intensity, emotion, items
-from cogwm.annotate.human.table import MappingRow, MappingTable
+from collections.abc import Iterator
+from pathlib import Path
+
+from cogwm.corpora.labels import extensions
+from cogwm.corpora.labels.common import StateCollector, compress_intensity, emotion, items
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue
 from cogwm.schema.labels import ESConvMeta
@@ -197,3 +200,8 @@ def label(dialogue: Dialogue) -> LabelledDialogue:
     if meta.situation.strip():
         states.set(first, "beliefs", items(TABLE.row("esconv.B1"), meta.situation.strip()))
     return states.labelled()
+
+
+def labelled(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    """The partial states of every dialogue (ESConv and FailedESConv alike)."""
+    return (label(d) for d in dialogues)

@@ -3,17 +3,18 @@
 DailyDialog has no user and no agent: each dialogue is read twice, once with each speaker as
 the user (ids ``<id>#A`` for the speaker of the first utterance, ``<id>#B`` for the other), so
 every utterance is a user turn in exactly one reading. All seven labels are kept (four of them
-as lexicon extensions, see :mod:`cogwm.annotate.human.extensions`). B/D/I stay unknown: the task
+as lexicon extensions, see :mod:`cogwm.corpora.labels.extensions`). B/D/I stay unknown: the task
 has no defined scores and the only related label (the ``commissive`` act) is too noisy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
-from cogwm.annotate.human import extensions
-from cogwm.annotate.human.common import StateCollector, emotion
-from cogwm.annotate.human.table import MappingRow, MappingTable
+from cogwm.corpora.labels import extensions
+from cogwm.corpora.labels.common import StateCollector, emotion
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Role
 from cogwm.schema.labels import DailyDialogUtteranceLabels
@@ -129,3 +130,8 @@ def _reading(dialogue: Dialogue) -> LabelledDialogue:
                 emotion(row, row.value, CONVENTIONAL_INTENSITY, intensity_known=False),
             )
     return states.labelled()
+
+
+def labelled(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    """Both readings of every dialogue, in corpus order."""
+    return (reading for d in dialogues for reading in readings(d))

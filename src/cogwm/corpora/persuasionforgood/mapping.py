@@ -12,10 +12,12 @@ Big Five becomes the profile, marked ``self_report``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import NamedTuple
 
-from cogwm.annotate.human.common import StateCollector, constraint, items, self_reported
-from cogwm.annotate.human.table import MappingRow, MappingTable
+from cogwm.corpora.labels.common import StateCollector, constraint, items, self_reported
+from cogwm.corpora.labels.table import MappingRow, MappingTable
 from cogwm.errors import InputError
 from cogwm.schema import Dialogue, Role, Turn
 from cogwm.schema.labels import P4GMeta, P4GUtteranceLabels
@@ -271,3 +273,9 @@ def _item_text(act: str, sentence: str) -> str:
     if cents is not None:
         return f"donate ${float(cents.group(1)) / 100:.2f} to Save the Children"
     return DONATE
+
+
+def labelled(dialogues: list[Dialogue], _: Path) -> Iterator[LabelledDialogue]:
+    """The partial states of the 300 dialogues with act labels (the others have no turn-level
+    human label)."""
+    return (label(d) for d in dialogues if is_labelled(d))

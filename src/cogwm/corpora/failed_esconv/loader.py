@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cogwm.corpora.common import task_of
-from cogwm.corpora.esconv import NAME as ESCONV
-from cogwm.corpora.esconv import SEEKER_SURVEY
+from cogwm.corpora.esconv.loader import NAME as ESCONV
+from cogwm.corpora.esconv.loader import SEEKER_SURVEY
 from cogwm.corpora.readers import Row, input_error, read_json, require_file
 from cogwm.schema import Dialogue, Role, Utterance
 from cogwm.schema.labels import ESConvMeta, ESConvSurvey, ESConvUtteranceLabels

@@ -1,0 +1,1 @@
+"""The shared machinery of the human-label mappings: tables, field builders, lexicon extensions."""
