@@ -72,6 +72,29 @@ def test_deepspeed_megatron_and_qlora_under_fsdp_are_refused_in_one_line():
     refuse_sharding("MULTI_GPU", "4bit")
 
 
+def test_a_launched_process_that_accelerate_runs_alone_is_refused(base, tmp_path, monkeypatch):
+    # Catches: `accelerate launch --num_processes 2` on a machine without a GPU and without
+    # --cpu, where accelerate starts no process group and both processes train the whole run
+    # into one output directory (they overwrite each other's checkpoints and cache files).
+    import transformers
+
+    from cogwm.errors import ConfigError
+    from cogwm.simulator.train.config import TrainConfig
+    from cogwm.simulator.train.loop import refuse_lone_process, train
+
+    def no_loading(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_loading)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    config = TrainConfig(samples=FIXTURE_SAMPLES, base=str(base), out=tmp_path / "out")
+    with pytest.raises(ConfigError, match=r"launched as 2 processes.*--cpu") as caught:
+        train(config, show_progress=False)
+    assert "\n" not in str(caught.value)
+    for launched, processes in ((None, 1), ("1", 1), ("2", 2), ("", 1)):
+        refuse_lone_process(launched, processes)
+
+
 def test_auto_wrap_policy_wraps_each_decoder_layer(base):
     # Catches: the loss module hiding the decoder layer classes from accelerate's policy, which
     # then wraps nothing below the root (the whole model gathered on every process at once).

@@ -19,6 +19,7 @@ the checkpoints and the adapter are written from the gathered LoRA and optimizer
 from __future__ import annotations
 
 import math
+import os
 import random
 import shutil
 import time
@@ -163,6 +164,21 @@ def refuse_sharding(distributed_type: str, quantize: str | None = None) -> None:
         )
 
 
+def refuse_lone_process(launched: str | None, processes: int) -> None:
+    """Refuse a process that a multi-process launch started but accelerate runs alone: without
+    a GPU and without ``--cpu`` accelerate starts no process group, and every process would
+    train the whole run by itself into the same output directory.
+
+    Raises:
+        ConfigError: ``WORLD_SIZE`` (set by the launcher) above accelerate's process count.
+    """
+    if launched and launched.isdigit() and int(launched) > processes:
+        raise ConfigError(
+            f"launched as {launched} processes, but accelerate runs this one alone (no GPU in "
+            "use): add --cpu to train on CPU processes, or launch one process"
+        )
+
+
 def linear_schedule(total: int, warmup_ratio: float) -> Callable[[int], float]:
     """LR multiplier: linear warmup over ``warmup_ratio`` of the steps, then linear decay to 0."""
     warmup = max(1, round(total * warmup_ratio)) if warmup_ratio > 0 else 0
@@ -269,6 +285,7 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     # precision (e.g. moved from a CPU to a GPU), so it is not part of the run hash.
     accelerator = Accelerator(cpu=config.cpu, mixed_precision="bf16" if config.bf16 else "no")
     refuse_sharding(str(accelerator.distributed_type.value), config.quantize)
+    refuse_lone_process(os.environ.get("WORLD_SIZE"), accelerator.num_processes)
     with accelerator.main_process_first():
         base_dir = resolve_base(config.base)
     if finished is not None:
