@@ -95,28 +95,44 @@ def test_a_launched_process_that_accelerate_runs_alone_is_refused(base, tmp_path
         refuse_lone_process(launched, processes)
 
 
-def test_auto_wrap_policy_wraps_each_decoder_layer(base):
-    # Catches: the loss module hiding the decoder layer classes from accelerate's policy, which
-    # then wraps nothing below the root (the whole model gathered on every process at once).
-    from accelerate.utils import FullyShardedDataParallelPlugin
+def test_wrap_policy_shards_each_decoder_layer_and_each_lora_layer_apart(base):
+    # Catches: no per-layer wrapping (the whole model gathered on every process at once), and
+    # LoRA weights left in their decoder layer's unit, which FSDP cannot flatten when the base
+    # is bf16 and the LoRA fp32 ("Must flatten tensors with uniform dtype").
+    from types import SimpleNamespace
+
+    import torch
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 
     from cogwm.simulator.train.config import TrainConfig
     from cogwm.simulator.train.model import load_lora_model, target_loss_module
+    from cogwm.simulator.train.sharded import use_lora_wrap_policy
 
-    config = TrainConfig(samples=base, base=str(base), out=base / "out")
-    module = target_loss_module(load_lora_model(base, config))
+    config = TrainConfig(samples=base, base=str(base), out=base / "out", dtype="bf16")
+    peft_model = load_lora_model(base, config)
     plugin = FullyShardedDataParallelPlugin(
         fsdp_version=1, auto_wrap_policy="transformer_based_wrap", use_orig_params=True
     )
-    plugin.set_auto_wrap_policy(module)
-    wrapped = [
+    # The launch's accelerator state as accelerate makes it under fsdp.yaml on GPUs.
+    launch = SimpleNamespace(
+        distributed_type=DistributedType.FSDP, state=SimpleNamespace(fsdp_plugin=plugin)
+    )
+    use_lora_wrap_policy(launch, peft_model)
+    module = target_loss_module(peft_model)
+    plugin.set_auto_wrap_policy(module)  # what accelerate.prepare does next
+    wrapped = {
         name
         for name, child in module.named_modules()
         if plugin.auto_wrap_policy(child, recurse=False, nonwrapped_numel=0)
-    ]
-    layers = [n for n, m in module.named_modules() if isinstance(m, LlamaDecoderLayer)]
-    assert wrapped == layers and len(layers) == 2
+    }
+    layers = {n for n, m in module.named_modules() if isinstance(m, LlamaDecoderLayer)}
+    lora = {n for n, p in module.named_parameters() if p.requires_grad}
+    assert len(layers) == 2 and layers <= wrapped
+    assert {n.rsplit(".", 1)[0] for n in lora} == wrapped - layers
+    for name in wrapped - layers:  # each LoRA unit holds only fp32 weights
+        unit = module.get_submodule(name)
+        assert {p.dtype for p in unit.parameters()} == {torch.float32}, name
 
 
 def test_optimizer_state_numbering_round_trips_a_real_adamw_state():
@@ -148,6 +164,7 @@ def _launch(config: str, out: Path, base: Path, *flags: str) -> subprocess.Compl
         "--out", str(out), "--max-steps", "4", "--batch-tokens", "600", "--lr", "2e-3",
         "--lora-dropout", "0", "--threads", "1", "--seed", "5", "--warmup-ratio", "0",
         "--val-samples", "4", "--checkpoint-steps", "2", "--quiet", "--json",
+        "--dtype", "bf16",  # a bf16 base under an fp32 LoRA, as at paper scale
     ]  # fmt: skip
     launch = [
         sys.executable, "-m", "accelerate.commands.launch", "--config_file",

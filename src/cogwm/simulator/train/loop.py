@@ -77,6 +77,7 @@ from cogwm.simulator.train.sharded import (
     load_optimizer,
     lora_state,
     optimizer_state,
+    use_lora_wrap_policy,
 )
 from cogwm.simulator.train.states import StateOptions, TrainingView, donor_groups, state_view
 
@@ -341,6 +342,7 @@ def _prepare_run(config: TrainConfig, accelerator: Any, base_dir: Path, resume: 
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, linear_schedule(plan.total, config.warmup_ratio)
     )
+    use_lora_wrap_policy(accelerator, peft_model)
     module, optimizer = accelerator.prepare(target_loss_module(peft_model), optimizer)
     if is_fsdp(accelerator):
         # FSDP clips by the norm over every shard only when handed all the model's parameters.

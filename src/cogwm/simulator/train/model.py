@@ -122,11 +122,6 @@ def target_loss_module(peft_model: Any) -> Any:
         def __init__(self, inner: Any) -> None:
             super().__init__()
             self.inner = inner
-            # The decoder layer classes, which accelerate's FSDP auto-wrap policy shards
-            # one by one (it reads them from the model it wraps: this one).
-            self._no_split_modules = list(
-                getattr(inner.get_base_model(), "_no_split_modules", None) or []
-            )
 
         def forward(
             self,

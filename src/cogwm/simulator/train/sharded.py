@@ -27,6 +27,22 @@ def is_fsdp(accelerator: Any) -> bool:
     return str(accelerator.distributed_type.value).upper() == "FSDP"
 
 
+def use_lora_wrap_policy(accelerator: Any, peft_model: Any) -> None:
+    """Under FSDP, shard each decoder layer as one unit and each LoRA layer as its own.
+
+    FSDP flattens the parameters of a unit into one tensor of one dtype: a LoRA layer (fp32)
+    inside a decoder layer of a bf16 or fp16 base would not flatten. peft's policy wraps the
+    decoder layer classes the model names (``_no_split_modules``) and every leaf module whose
+    weight trains. It replaces the launch's policy before ``accelerator.prepare``.
+    """
+    if not is_fsdp(accelerator):
+        return
+    from peft.utils.other import fsdp_auto_wrap_policy
+
+    policy = fsdp_auto_wrap_policy(peft_model)  # type: ignore[no-untyped-call]
+    accelerator.state.fsdp_plugin.auto_wrap_policy = policy
+
+
 def gathered_lora(
     accelerator: Any, module: Any, names: list[str]
 ) -> dict[str, torch.Tensor] | None:
