@@ -11,12 +11,15 @@ several, each process's dropout draws are not restored exactly).
 
 accelerate's ``Accelerator`` places the model, so the same command trains on a CPU, one GPU, or
 several GPUs under ``accelerate launch`` (batches are dealt round-robin to the processes, and
-with ``--grad-accum N`` each process takes N of them per optimizer step).
+with ``--grad-accum N`` each process takes N of them per optimizer step). Under an FSDP launch
+the checkpoints and the adapter are written from the gathered LoRA and optimizer state
+(:mod:`cogwm.simulator.train.sharded`); DeepSpeed and Megatron-LM launches are refused.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import random
 import shutil
 import time
@@ -64,9 +67,17 @@ from cogwm.simulator.train.model import (
     check_precision,
     collate,
     load_lora_model,
-    load_trainable_state,
     target_loss_module,
-    trainable_state,
+)
+from cogwm.simulator.train.sharded import (
+    adapter_writer,
+    gathered_lora,
+    is_fsdp,
+    load_lora,
+    load_optimizer,
+    lora_state,
+    optimizer_state,
+    use_lora_wrap_policy,
 )
 from cogwm.simulator.train.states import StateOptions, TrainingView, donor_groups, state_view
 
@@ -128,22 +139,44 @@ class StepPlan:
                     yield from self.batch(step, rank, micro).positions
 
 
-#: accelerate's modes that shard parameters or optimizer states over the processes.
-SHARDED_MODES = ("FSDP", "DEEPSPEED", "MEGATRON_LM")
+#: accelerate's sharded modes cogwm train does not gather its LoRA and optimizer state from
+#: (FSDP it does: :mod:`cogwm.simulator.train.sharded`).
+REFUSED_MODES = ("DEEPSPEED", "MEGATRON_LM")
 
 
-def refuse_sharding(distributed_type: str) -> None:
-    """Refuse a launch that shards the model: LoRA checkpoints and the adapter are written from
-    the main process's parameters and optimizer, which would then hold only its shard.
+def refuse_sharding(distributed_type: str, quantize: str | None = None) -> None:
+    """Refuse a launch whose sharding cogwm train cannot gather (its checkpoints and adapter
+    would hold one process's shard), and QLoRA under FSDP (each process places its whole
+    quantized base on its own GPU).
 
     Raises:
-        ConfigError: An FSDP, DeepSpeed or Megatron-LM launch.
+        ConfigError: A DeepSpeed or Megatron-LM launch; ``--quantize`` under FSDP.
     """
-    if distributed_type.upper() in SHARDED_MODES:
+    if distributed_type.upper() in REFUSED_MODES:
         raise ConfigError(
-            f"accelerate's {distributed_type} shards the model, and cogwm train saves the LoRA "
-            "from one process: launch with examples/accelerate/ddp.yaml (data parallel; a "
-            "4-bit or bf16 base up to 14B parameters fits on each 80 GB GPU)"
+            f"cogwm train does not support accelerate's {distributed_type} (it would save one "
+            "process's shard of the LoRA): launch with examples/accelerate/fsdp.yaml (sharded) "
+            "or examples/accelerate/ddp.yaml (data parallel)"
+        )
+    if quantize is not None and distributed_type.upper() == "FSDP":
+        raise ConfigError(
+            f"--quantize {quantize} is not sharded by cogwm train: launch with "
+            "examples/accelerate/ddp.yaml (a 4-bit 14B base fits on a 24 GB GPU)"
+        )
+
+
+def refuse_lone_process(launched: str | None, processes: int) -> None:
+    """Refuse a process that a multi-process launch started but accelerate runs alone: without
+    a GPU and without ``--cpu`` accelerate starts no process group, and every process would
+    train the whole run by itself into the same output directory.
+
+    Raises:
+        ConfigError: ``WORLD_SIZE`` (set by the launcher) above accelerate's process count.
+    """
+    if launched and launched.isdigit() and int(launched) > processes:
+        raise ConfigError(
+            f"launched as {launched} processes, but accelerate runs this one alone (no GPU in "
+            "use): add --cpu to train on CPU processes, or launch one process"
         )
 
 
@@ -252,7 +285,8 @@ def train(config: TrainConfig, *, resume: bool = False, show_progress: bool = Tr
     # Precision is how a step is computed, not what is trained: a run may resume under another
     # precision (e.g. moved from a CPU to a GPU), so it is not part of the run hash.
     accelerator = Accelerator(cpu=config.cpu, mixed_precision="bf16" if config.bf16 else "no")
-    refuse_sharding(str(accelerator.distributed_type.value))
+    refuse_sharding(str(accelerator.distributed_type.value), config.quantize)
+    refuse_lone_process(os.environ.get("WORLD_SIZE"), accelerator.num_processes)
     with accelerator.main_process_first():
         base_dir = resolve_base(config.base)
     if finished is not None:
@@ -273,6 +307,7 @@ class _Run:
     manifest: str
     run_hash: str
     peft_model: Any
+    names: list[str]
     params: list[Any]
     optimizer: Any
     scheduler: Any
@@ -298,6 +333,7 @@ def _prepare_run(config: TrainConfig, accelerator: Any, base_dir: Path, resume: 
     random.seed(config.seed)
     torch.manual_seed(config.seed)
     peft_model = load_lora_model(base_dir, config, accelerator.device)
+    names = [n for n, p in peft_model.named_parameters() if p.requires_grad]
     params = [p for p in peft_model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     plan = StepPlan(_batch_stream(config, data), config, accelerator.num_processes)
@@ -306,17 +342,22 @@ def _prepare_run(config: TrainConfig, accelerator: Any, base_dir: Path, resume: 
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, linear_schedule(plan.total, config.warmup_ratio)
     )
+    use_lora_wrap_policy(accelerator, peft_model)
     module, optimizer = accelerator.prepare(target_loss_module(peft_model), optimizer)
-
-    state = _resume_state(config, run_hash, peft_model, optimizer, scheduler) if resume else None
-    return _Run(
-        accelerator, tokenizer, pad_id, data, manifest, run_hash, peft_model, params,
+    if is_fsdp(accelerator):
+        # FSDP clips by the norm over every shard only when handed all the model's parameters.
+        params = list(module.parameters())
+    run = _Run(
+        accelerator, tokenizer, pad_id, data, manifest, run_hash, peft_model, names, params,
         optimizer, scheduler, module, plan,
-        history=state["history"] if state else [],
-        prior_wall=float(state["wall_s"]) if state else 0.0,
-        start=int(state["step"]) if state else 0,
-        started=time.monotonic(),
+        history=[], prior_wall=0.0, start=0, started=time.monotonic(),
     )  # fmt: skip
+    state = _resume_state(config, run) if resume else None
+    if state is not None:
+        run.history = state["history"]
+        run.prior_wall = float(state["wall_s"])
+        run.start = int(state["step"])
+    return run
 
 
 def _batch_stream(config: TrainConfig, data: TrainData) -> BatchStream:
@@ -335,11 +376,14 @@ def _batch_stream(config: TrainConfig, data: TrainData) -> BatchStream:
 def _checkpoint(run: _Run, config: TrainConfig, step: int) -> None:
     """Save the LoRA weights, optimizer, schedule and random state after ``step`` steps."""
     run.accelerator.wait_for_everyone()
+    # Every process takes part in gathering a sharded model's state; the main one writes it.
+    lora = lora_state(run.accelerator, run.module, run.peft_model, run.names)
+    optimizer = optimizer_state(run.accelerator, run.module, run.optimizer)
     if run.accelerator.is_main_process:
         save_new_encodings(run.data, config.out)
         tensors = {
-            "lora": trainable_state(run.peft_model),
-            "optimizer": run.optimizer.state_dict(),
+            "lora": lora,
+            "optimizer": optimizer,
             "scheduler": run.scheduler.state_dict(),
             "rng": rng_state(),
         }
@@ -387,14 +431,18 @@ def _finish(run: _Run, config: TrainConfig, base_dir: Path) -> TrainResult:
     card = _card(config, base_dir, run.manifest, run.run_hash, run.data, run.plan, run.history)
     card["wall_s"] = round(run.prior_wall + time.monotonic() - run.started, 1)
     card["resumed_from_step"] = run.start or None
-    if accelerator.is_main_process:
-        inner = accelerator.unwrap_model(run.module)
+    fsdp = is_fsdp(accelerator)
+    if fsdp or accelerator.is_main_process:
+        # A sharded model computes only with every process taking part: each runs the same
+        # batches through the wrapped model.
+        model = run.module if fsdp else accelerator.unwrap_model(run.module)
         card["validation"] = validation_loss(
-            inner, config, run.tokenizer, run.pad_id, accelerator.device
+            model, config, run.tokenizer, run.pad_id, accelerator.device
         )
-        _save_adapter(
-            config.out, accelerator.unwrap_model(run.module).inner, card, history=run.history
-        )
+    lora = gathered_lora(accelerator, run.module, run.names)  # every process gathers
+    if accelerator.is_main_process:
+        writer = adapter_writer(accelerator, run.peft_model)
+        _save_adapter(config.out, writer, lora, card, history=run.history)
     return TrainResult(config.out, base_dir, run.plan.total, card, run.start or None)
 
 
@@ -463,21 +511,21 @@ def _train_step(
     return loss_value, sum(int(b["attention_mask"].sum()) for b in micro_batches)
 
 
-def _resume_state(
-    config: TrainConfig, run_hash: str, peft_model: Any, optimizer: Any, scheduler: Any
-) -> dict[str, Any] | None:
+def _resume_state(config: TrainConfig, run: _Run) -> dict[str, Any] | None:
+    """Load the latest checkpoint into the run's model, optimizer, schedule and generators;
+    its meta (None without a checkpoint)."""
     path = latest_checkpoint(config.out)
     if path is None:
         return None
     tensors, meta = load_checkpoint(path)
-    if meta["run_hash"] != run_hash:
+    if meta["run_hash"] != run.run_hash:
         raise ConfigError(
             f"{path} is a checkpoint of other data or settings (run {meta['run_hash']}, "
-            f"now {run_hash}); use the same options or another --out"
+            f"now {run.run_hash}); use the same options or another --out"
         )
-    load_trainable_state(peft_model, tensors["lora"])
-    optimizer.load_state_dict(tensors["optimizer"])
-    scheduler.load_state_dict(tensors["scheduler"])
+    load_lora(run.accelerator, run.module, run.peft_model, tensors["lora"], run.names)
+    load_optimizer(run.accelerator, run.module, run.optimizer, tensors["optimizer"], run.names)
+    run.scheduler.load_state_dict(tensors["scheduler"])
     set_rng_state(tensors["rng"])
     return meta
 
@@ -547,8 +595,11 @@ def _state_view_counts(config: TrainConfig, data: TrainData, used: set[int]) -> 
     return counts
 
 
-def _save_adapter(out: Path, peft_model: Any, card: dict[str, Any], history: list[Any]) -> None:
-    peft_model.save_pretrained(str(out))
+def _save_adapter(
+    out: Path, peft_model: Any, lora: Any, card: dict[str, Any], history: list[Any]
+) -> None:
+    """The adapter (the gathered LoRA tensors ``lora``), its loss plot and training card."""
+    peft_model.save_pretrained(str(out), state_dict=lora)
     plot_loss(out, history, f"{card['base']['spec']} · {card['hyperparameters']['objective']}")
     write_card(out, card)
     shutil.rmtree(checkpoints_dir(out), ignore_errors=True)
