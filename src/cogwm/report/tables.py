@@ -30,8 +30,8 @@ from cogwm.metrics.aggregate import (
 from cogwm.stats.means import (
     DifferenceEstimate,
     MeanEstimate,
-    paired_bootstrap,
     paired_difference,
+    paired_means,
     scenario_table,
 )
 from cogwm.validate.status import SimulatorStatus, simulator_status
@@ -183,10 +183,7 @@ def _bootstrap(
 ) -> Cells:
     """Per-arm means of ``value`` with CIs paired over scenarios (None where undefined)."""
     rows = [(c.arm, c.scenario_key, v) for c in conversations if (v := value(c)) is not None]
-    if not rows:
-        return {}
-    comparison = paired_bootstrap(scenario_table(rows), n_resamples=n_resamples, seed=seed)
-    return dict(comparison.estimates)
+    return dict(paired_means(rows, n_resamples=n_resamples, seed=seed))
 
 
 def _metric(name: str, scale: float) -> Callable[[ConversationData], float | None]:

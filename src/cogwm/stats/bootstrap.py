@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cogwm.stats.estimate import Estimate
+
 IntArray = npt.NDArray[np.intp]
 #: Maps an array of item indices (with repeats) to a value, or None where it is undefined.
 Statistic = Callable[[IntArray], float | None]
@@ -37,20 +39,20 @@ class Settings:
     confidence: float = 0.95
 
 
-@dataclass(frozen=True)
-class PairedDifference:
+class PairedDifference(Estimate):
     """``a - b`` on the same items, with its paired cluster-bootstrap interval.
 
-    ``difference`` is None where either statistic is undefined on all items; ``ci_low`` and
-    ``ci_high`` are None with fewer than two clusters or no defined resample. ``n`` counts the
-    items, ``n_groups`` the clusters.
+    ``value`` (also ``difference``) is None where either statistic is undefined on all items;
+    ``ci_low`` and ``ci_high`` are None with fewer than two clusters or no defined resample.
+    ``n`` counts the items, ``n_groups`` the clusters.
     """
 
-    difference: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
     n_groups: int
+
+    @property
+    def difference(self) -> float | None:
+        """``a - b`` (``value``); None: undefined."""
+        return self.value
 
 
 def cluster_indices(groups: Sequence[Hashable]) -> list[IntArray]:
@@ -147,8 +149,59 @@ def paired_difference(
         None, None
     )  # fmt: skip
     return PairedDifference(
-        difference=value, ci_low=low, ci_high=high, n=len(groups), n_groups=n_groups
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        n=len(groups),
+        n_groups=n_groups,
+        confidence=settings.confidence,
     )
+
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def mean_of_answers(_: FloatArray, answers: FloatArray) -> float | None:
+    """The mean of the answers (the truth is not needed: each answer is already a score, 1
+    right and 0 wrong for an accuracy); None without answers."""
+    return float(answers.mean()) if answers.size else None
+
+
+def auroc_of_answers(truth: FloatArray, answers: FloatArray) -> float | None:
+    """The AUROC of the answers for the truth classes (1 positive, 0 negative); None with one
+    class only."""
+    return auroc_or_none(truth, answers)
+
+
+#: How answers against their truth make a figure's value, by name.
+ANSWER_SCORES: dict[str, Callable[[FloatArray, FloatArray], float | None]] = {
+    "mean": mean_of_answers,
+    "auroc": auroc_of_answers,
+}
+
+
+def paired_answer_difference(
+    score: str,
+    truth: Sequence[float],
+    first: Sequence[float],
+    second: Sequence[float],
+    groups: Sequence[Hashable],
+    settings: Settings,
+) -> PairedDifference:
+    """``first - second`` of the same score (``mean`` or ``auroc``, see :data:`ANSWER_SCORES`)
+    of two sets of answers to the same items, with a paired cluster-bootstrap interval.
+
+    Raises:
+        KeyError: An unknown score name.
+    """
+    scored = ANSWER_SCORES[score]
+    gold = np.asarray(truth, dtype=np.float64)
+
+    def side(answers: Sequence[float]) -> Statistic:
+        array = np.asarray(answers, dtype=np.float64)
+        return lambda idx: scored(gold[idx], array[idx])
+
+    return paired_difference(side(first), side(second), groups, settings)
 
 
 def auroc_or_none(positive: npt.ArrayLike, scores: npt.ArrayLike) -> float | None:
@@ -261,3 +314,18 @@ def bootstrap_ci_of_groups(
         return None
     low, high = np.percentile(values, [2.5, 97.5])
     return float(low), float(high)
+
+
+def estimate_of_groups(
+    groups: Sequence[Sequence[Any]], statistic: ItemsStatistic, *, resamples: int, seed: int
+) -> Estimate:
+    """``statistic`` over all items of ``groups`` with the interval of
+    :func:`bootstrap_ci_of_groups` (dialogues resampled); value None without items."""
+    items = [item for group in groups for item in group]
+    ci = bootstrap_ci_of_groups(groups, statistic, resamples=resamples, seed=seed)
+    return Estimate(
+        value=statistic(items) if items else None,
+        ci_low=None if ci is None else ci[0],
+        ci_high=None if ci is None else ci[1],
+        n=len(items),
+    )

@@ -10,13 +10,14 @@ their per-scenario differences.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from cogwm.errors import InputError
+from cogwm.stats.estimate import Estimate
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -26,18 +27,28 @@ DEFAULT_RESAMPLES = 2000
 _BLOCK_CELLS = 2_000_000
 
 
-class MeanEstimate(NamedTuple):
+class MeanEstimate(Estimate):
     """A mean with its standard error and a bootstrap confidence interval.
 
     ``se``, ``ci_low`` and ``ci_high`` are None with fewer than two values (or two clusters).
+    Written as ``mean``, ``se``, ``ci_low``, ``ci_high``, ``n``, ``confidence``.
     """
 
-    mean: float
-    se: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-    confidence: float
+    json_fields = ("value", "se", "ci_low", "ci_high", "n", "confidence")
+    json_names: ClassVar[Mapping[str, str]] = {"value": "mean"}
+
+    value: float
+
+    @property
+    def mean(self) -> float:
+        """The mean (``value``)."""
+        return self.value
+
+
+def _mean(
+    mean: float, se: float | None, low: float | None, high: float | None, n: int, confidence: float
+) -> MeanEstimate:
+    return MeanEstimate(value=mean, se=se, ci_low=low, ci_high=high, n=n, confidence=confidence)
 
 
 def _finite(values: Sequence[float] | FloatArray, name: str) -> FloatArray:
@@ -119,7 +130,7 @@ def mean_estimate(
     else:
         sums, counts = _clusters(array, groups)
     if sums.size < 2:
-        return MeanEstimate(mean, None, None, None, int(array.size), confidence)
+        return _mean(mean, None, None, None, int(array.size), confidence)
     replicates = _resample_means(sums, counts, n_resamples, np.random.default_rng(seed))
     low, high = _percentiles(replicates, confidence)
     se = (
@@ -129,7 +140,7 @@ def mean_estimate(
         if n_resamples > 1
         else None
     )
-    return MeanEstimate(mean, se, low, high, int(array.size), confidence)
+    return _mean(mean, se, low, high, int(array.size), confidence)
 
 
 def optional_mean(
@@ -242,21 +253,47 @@ def paired_bootstrap(
     for a, agent in enumerate(table.agents):
         own = table.values[a, present[a]]
         if own.size < 2:
-            estimates[agent] = MeanEstimate(float(own.mean()), None, None, None, 1, confidence)
+            estimates[agent] = _mean(float(own.mean()), None, None, None, 1, confidence)
             continue
         low, high = _percentiles(replicates[:, a], confidence)
         se = float(np.nanstd(replicates[:, a], ddof=1)) if n_resamples > 1 else None
-        estimates[agent] = MeanEstimate(float(own.mean()), se, low, high, int(own.size), confidence)
+        estimates[agent] = _mean(float(own.mean()), se, low, high, int(own.size), confidence)
     return AgentComparison(table.agents, estimates, replicates)
 
 
-class DifferenceEstimate(NamedTuple):
-    """Mean of the per-scenario differences ``a - b`` over the scenarios both agents have."""
+def paired_means(
+    rows: Iterable[tuple[str, str, float]],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, MeanEstimate]:
+    """Every agent's mean of ``(agent, scenario, value)`` rows, with intervals paired over
+    scenarios (:func:`paired_bootstrap` of :func:`scenario_table`); empty without rows."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    table = scenario_table(rows)
+    comparison = paired_bootstrap(table, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return dict(comparison.estimates)
+
+
+class DifferenceEstimate(MeanEstimate):
+    """Mean of the per-scenario differences ``a - b`` over the scenarios both agents have
+    (``n``: the shared scenarios)."""
 
     agent_a: str
     agent_b: str
-    difference: MeanEstimate
-    n_shared: int
+
+    @property
+    def difference(self) -> MeanEstimate:
+        """The difference as a plain mean estimate (without the agents' names)."""
+        return MeanEstimate(**{name: getattr(self, name) for name in MeanEstimate.model_fields})
+
+    @property
+    def n_shared(self) -> int:
+        """Scenarios both agents have."""
+        return self.n
 
 
 def paired_difference(
@@ -284,4 +321,4 @@ def paired_difference(
     diff = mean_estimate(
         a[shared] - b[shared], n_resamples=n_resamples, confidence=confidence, seed=seed
     )
-    return DifferenceEstimate(agent_a, agent_b, diff, int(shared.sum()))
+    return DifferenceEstimate(agent_a=agent_a, agent_b=agent_b, **dict(diff))
