@@ -17,7 +17,7 @@ own JSON equals the record.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
@@ -75,6 +75,13 @@ class Estimate(BaseModel):
             if key in renamed and name not in renamed:
                 renamed[name] = renamed.pop(key)
         return renamed
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied; ``update`` may name fields by their JSON keys."""
+        if update and self.json_names:
+            fields = {key: name for name, key in self.json_names.items()}
+            update = {fields.get(key, key): value for key, value in update.items()}
+        return super().model_copy(update=update, deep=deep)
 
     @model_serializer(mode="wrap")
     def _write_json_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from cogwm.stats.means import (
     mean_estimate,
     optional_mean,
 )
+from cogwm.stats.proportions import wilson_interval
 from cogwm.validate.card import Baselines, Figure, ItemRow
 
 if TYPE_CHECKING:
@@ -351,22 +352,18 @@ def memorisation_figure(
     the same items: real people repeat stock phrases too, so only a share clearly above theirs
     says the simulator memorised its training set.
     """
-    from statsmodels.stats.proportion import proportion_confint
-
     hits = [0.0 if p is None else float(index.shares_ngram(p)) for p in predicted]
     real = [index.shares_ngram(g) for g in gold]
     baselines = Baselines(random=sum(real) / len(real) if real else None)
     if not hits:
         return scope.figure(metric="memorisation", value=None, n=0, baselines=baselines,
                             higher_is_better=False)  # fmt: skip
-    low, high = proportion_confint(
-        int(sum(hits)), len(hits), alpha=1 - scope.settings.confidence, method="wilson"
-    )
+    low, high = wilson_interval(int(sum(hits)), len(hits), confidence=scope.settings.confidence)
     return scope.figure(
         metric="memorisation",
         value=sum(hits) / len(hits),
-        ci_low=float(low),
-        ci_high=float(high),
+        ci_low=low,
+        ci_high=high,
         n=len(hits),
         n_failed=sum(p is None for p in predicted),
         baselines=baselines,
