@@ -329,3 +329,45 @@ def estimate_of_groups(
         ci_high=None if ci is None else ci[1],
         n=len(items),
     )
+
+
+def cluster_estimate(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> Estimate:
+    """``statistic`` on all items with its :func:`cluster_bootstrap` interval (a statistic that
+    is not a mean of per-item values, e.g. a macro-F1, recomputed on every resample)."""
+    low, high = cluster_bootstrap(statistic, groups, settings)
+    return Estimate(
+        value=statistic(np.arange(len(groups), dtype=np.intp)),
+        ci_low=low,
+        ci_high=high,
+        n=len(groups),
+        confidence=settings.confidence,
+    )
+
+
+def jackknife_estimate(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> Estimate:
+    """``statistic`` on all items with its :func:`cluster_jackknife` interval (corpus ratios)."""
+    low, high = cluster_jackknife(statistic, groups, settings)
+    return Estimate(
+        value=statistic(np.arange(len(groups), dtype=np.intp)),
+        ci_low=low,
+        ci_high=high,
+        n=len(groups),
+        confidence=settings.confidence,
+    )
+
+
+def auroc_estimate(
+    positive: Sequence[bool],
+    scores: Sequence[float | None],
+    groups: Sequence[Hashable],
+    settings: Settings,
+) -> Estimate:
+    """:func:`auroc_interval` as an estimate; ``n`` counts the scored items (the others cannot
+    be ranked and are left out)."""
+    value, low, high = auroc_interval(positive, scores, groups, settings)
+    n = sum(1 for s in scores if s is not None)
+    return Estimate(value=value, ci_low=low, ci_high=high, n=n, confidence=settings.confidence)

@@ -64,6 +64,11 @@ class Estimate(BaseModel):
             return None
         return self.ci_low, self.ci_high
 
+    def interval(self) -> dict[str, Any]:
+        """``value``, ``ci_low``, ``ci_high`` and ``n``: the keyword arguments of a record that
+        reports this estimate's point and interval (and nothing of how it was drawn)."""
+        return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n}
+
     @model_validator(mode="before")
     @classmethod
     def _read_json_names(cls, data: Any) -> Any:

@@ -7,6 +7,9 @@ dialogue twice) and returns None where the statistic is undefined on them, never
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy.typing as npt
 
 from cogwm.stats.agreement import cohen_kappa
 from cogwm.stats.bootstrap import auroc_or_none
@@ -45,3 +48,11 @@ def f1_of(pairs: Sequence[tuple[bool, bool]]) -> float | None:
     if tp + fp + fn == 0:
         return None
     return 2 * tp / (2 * tp + fp + fn)
+
+
+def macro_f1(gold: npt.ArrayLike, predicted: npt.ArrayLike, labels: Sequence[Any]) -> float:
+    """Macro-F1 over ``labels`` (scikit-learn's ``f1_score``; a class never predicted nor in the
+    gold scores 0). A predicted label outside ``labels`` is a miss for its item."""
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(gold, predicted, labels=list(labels), average="macro", zero_division=0))

@@ -17,10 +17,9 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
-from cogwm.stats.bootstrap import paired_answer_difference
+from cogwm.stats.bootstrap import Settings, paired_answer_difference
 from cogwm.stats.estimate import Estimate
 from cogwm.validate.card import Card, Figure, Gate
-from cogwm.validate.figures import Settings
 
 
 class Cell(Estimate):
