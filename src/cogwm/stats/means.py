@@ -296,6 +296,21 @@ class DifferenceEstimate(MeanEstimate):
         return self.n
 
 
+def shared_differences(table: ScenarioTable, agent_a: str, agent_b: str) -> FloatArray:
+    """``a - b`` on each scenario both agents have, in the table's scenario order.
+
+    Raises:
+        InputError: An unknown agent.
+    """
+    for agent in (agent_a, agent_b):
+        if agent not in table.agents:
+            raise InputError(f"unknown agent {agent!r}; known: {', '.join(table.agents)}")
+    a = table.values[table.agents.index(agent_a)]
+    b = table.values[table.agents.index(agent_b)]
+    shared = ~np.isnan(a) & ~np.isnan(b)
+    return np.asarray(a[shared] - b[shared], dtype=np.float64)
+
+
 def paired_difference(
     table: ScenarioTable,
     agent_a: str,
@@ -310,15 +325,8 @@ def paired_difference(
     Raises:
         InputError: An unknown agent, or no scenario that both agents have.
     """
-    for agent in (agent_a, agent_b):
-        if agent not in table.agents:
-            raise InputError(f"unknown agent {agent!r}; known: {', '.join(table.agents)}")
-    a = table.values[table.agents.index(agent_a)]
-    b = table.values[table.agents.index(agent_b)]
-    shared = ~np.isnan(a) & ~np.isnan(b)
-    if not shared.any():
+    differences = shared_differences(table, agent_a, agent_b)
+    if not differences.size:
         raise InputError(f"agents {agent_a!r} and {agent_b!r} share no scenario")
-    diff = mean_estimate(
-        a[shared] - b[shared], n_resamples=n_resamples, confidence=confidence, seed=seed
-    )
+    diff = mean_estimate(differences, n_resamples=n_resamples, confidence=confidence, seed=seed)
     return DifferenceEstimate(agent_a=agent_a, agent_b=agent_b, **dict(diff))
