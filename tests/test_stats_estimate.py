@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import cogwm
+from cogwm.annotate.quality import Figure as QualityFigure
 from cogwm.metrics.aggregate import ReportedMean
 from cogwm.metrics.turn import MetricSummary
 from cogwm.stats.bootstrap import PairedDifference
@@ -152,3 +153,13 @@ def test_json_keys_name_fields_when_built_or_copied() -> None:
     assert row.value == row.rate == 0.5
     assert row.model_copy(update={"rate": 0.75}).value == 0.75
     assert MeanEstimate(mean=1.5, n=2).mean == 1.5
+
+
+def test_quality_figure_keeps_its_positional_form_and_dict() -> None:
+    figure = QualityFigure("emotion kappa", "esconv", 0.5, 10, (0.1, 0.9), 1.0, {"majority": 0.4})
+    assert (figure.ci_low, figure.ci_high) == (0.1, 0.9) and figure.ci == (0.1, 0.9)
+    data = figure.as_dict()
+    assert list(data) == ["name", "corpus", "value", "n", "ci", "valid_rate", "baselines", "note"]
+    assert data["ci"] == [0.1, 0.9]
+    assert QualityFigure("x", "c", None, 0, None, None).as_dict()["ci"] is None
+    assert QualityFigure.model_validate_json(figure.model_dump_json()) == figure

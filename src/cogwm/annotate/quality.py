@@ -57,13 +57,44 @@ NEGATIVE_AT_MOST = 0.5
 
 
 class Figure(Estimate):
-    """One quality figure with what is needed to read it (its interval resamples dialogues)."""
+    """One quality figure with what is needed to read it (its interval resamples dialogues).
+
+    Built positionally or by name: name, corpus, value, n, ci (``(low, high)`` or None),
+    valid_rate, baselines, note; any other field of the estimate (``ci_low``, ``se``...) by
+    name.
+    """
 
     name: str
     corpus: str
     valid_rate: float | None
     baselines: dict[str, float | None] = Field(default_factory=dict)
     note: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        corpus: str,
+        value: float | None,
+        n: int,
+        ci: tuple[float, float] | None = None,
+        valid_rate: float | None = None,
+        baselines: dict[str, float | None] | None = None,
+        note: str = "",
+        **estimate: Any,
+    ) -> None:
+        if ci is not None:
+            estimate.update(ci_low=ci[0], ci_high=ci[1])
+        fields: dict[str, Any] = {
+            "name": name,
+            "corpus": corpus,
+            "value": value,
+            "n": n,
+            "valid_rate": valid_rate,
+            "baselines": baselines or {},
+            "note": note,
+            **estimate,
+        }
+        super().__init__(**fields)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -91,11 +122,13 @@ def _figure(
 ) -> Figure:
     estimate = estimate_of_groups(list(groups.values()), statistic, resamples=RESAMPLES, seed=SEED)
     return Figure(
-        name=name,
-        corpus=corpus,
-        **dict(estimate),
-        valid_rate=valid / estimate.n if estimate.n else None,
-        baselines=baselines or {},
+        name,
+        corpus,
+        estimate.value,
+        estimate.n,
+        estimate.ci,
+        valid / estimate.n if estimate.n else None,
+        baselines or {},
         note=note,
     )
 

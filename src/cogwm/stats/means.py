@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,11 @@ class MeanEstimate(Estimate):
     def mean(self) -> float:
         """The mean (``value``)."""
         return self.value
+
+    def _replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (by field name or JSON key, ``mean``), as ``MeanEstimate``
+        offered when it was a named tuple."""
+        return self.model_copy(update=changes)
 
 
 def _mean(
@@ -294,6 +299,17 @@ class DifferenceEstimate(MeanEstimate):
     def n_shared(self) -> int:
         """Scenarios both agents have."""
         return self.n
+
+    def _replace(self, **changes: Any) -> Self:
+        """A copy with ``changes``, as the former named tuple offered: ``difference`` (a mean
+        estimate) sets the value and interval, ``n_shared`` the count."""
+        difference = changes.pop("difference", None)
+        if isinstance(difference, MeanEstimate):
+            kept = ("value", "se", "ci_low", "ci_high", "n", "confidence")
+            changes = {**{name: getattr(difference, name) for name in kept}, **changes}
+        if "n_shared" in changes:
+            changes["n"] = changes.pop("n_shared")
+        return super()._replace(**changes)
 
 
 def shared_differences(table: ScenarioTable, agent_a: str, agent_b: str) -> FloatArray:

@@ -65,7 +65,8 @@ SENSITIVITY_FLOOR = 0.0
 class Criterion(Estimate):
     """One criterion of the gate on one figure: the figure's estimate and the verdict on it.
 
-    Built positionally, in the order of the attributes below.
+    Built positionally, in the order of the attributes below (other fields of the estimate,
+    e.g. ``se``, by name).
 
     Attributes:
         name: What is gated, e.g. ``counterfactual.ESC.composite_ordering``.
@@ -96,6 +97,7 @@ class Criterion(Estimate):
         passed: bool,
         gating: bool = True,
         reason: str = "",
+        **estimate: Any,
     ) -> None:
         fields: dict[str, Any] = {
             "name": name,
@@ -106,6 +108,7 @@ class Criterion(Estimate):
             "passed": passed,
             "gating": gating,
             "reason": reason,
+            **estimate,
         }
         super().__init__(**fields)
 
