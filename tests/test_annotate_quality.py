@@ -16,10 +16,8 @@ from cogwm.annotate.quality import (
     _ranked_with_misses,
     _Turn,
     against_sheet,
-    auroc_of,
     direction_figures,
     emotion_figures,
-    f1_of,
 )
 from cogwm.cli.annotate import app
 from cogwm.cli.main import _register
@@ -29,6 +27,7 @@ from cogwm.schema.partial import Constraint, EmotionField, FieldKind, Origin, Pa
 from cogwm.schema.state import Emotion
 from cogwm.simulator.samples import read_samples
 from cogwm.stats.bootstrap import bootstrap_ci_of_groups
+from cogwm.stats.pairs import auroc_of, f1_of
 
 HUMAN = Origin(source=Source.HUMAN)
 LLM = Origin(source=Source.LLM)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cogwm.annotate.quality import _figure, accuracy_of
+from cogwm.annotate.quality import _figure
 from cogwm.arena.run_data import ConversationData
 from cogwm.metrics.task import good_outcome_rate
 from cogwm.report.tables import _bootstrap as report_bootstrap
@@ -28,6 +28,7 @@ from cogwm.stats.bootstrap import (
     paired_difference,
 )
 from cogwm.stats.means import mean_estimate, paired_bootstrap, scenario_table
+from cogwm.stats.pairs import accuracy_of
 from cogwm.validate.card import Figure
 from cogwm.validate.compare import _paired
 from cogwm.validate.figures import (

@@ -237,7 +237,7 @@ def test_pass_k_needs_every_trial_good() -> None:
 def test_scenarios_needed_match_the_paired_t_test_tables(effect: float, expected: int) -> None:
     # Paired t-test, two-sided 5%, 80% power: n = 34, 15 and 199 for effect sizes .5, .8, .2
     # (Cohen's tables; G*Power gives the same).
-    from cogwm.report.tables import scenarios_needed
+    from cogwm.stats.power import paired_t_sample_size as scenarios_needed
 
     assert scenarios_needed(1.0, effect) == expected
     assert scenarios_needed(0.3, 0.3 * effect) == expected  # only the ratio matters
@@ -245,7 +245,7 @@ def test_scenarios_needed_match_the_paired_t_test_tables(effect: float, expected
 
 
 def test_scenarios_needed_is_undefined_without_a_difference() -> None:
-    from cogwm.report.tables import scenarios_needed
+    from cogwm.stats.power import paired_t_sample_size as scenarios_needed
 
     assert scenarios_needed(1.0, 0.0) is None
     assert scenarios_needed(0.0, 0.2) == 2

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field
 
 from cogwm.annotate.saa import global_items
 from cogwm.annotate.store import StoredDialogue
@@ -38,8 +40,9 @@ from cogwm.errors import InputError
 from cogwm.schema.lexicon import valence_table
 from cogwm.schema.partial import FieldKind, PartialState
 from cogwm.schema.state import BDI, Dimension
-from cogwm.stats import cohen_kappa, spearman
-from cogwm.stats.bootstrap import auroc_or_none, bootstrap_ci_of_groups
+from cogwm.stats.bootstrap import ItemsStatistic, estimate_of_groups
+from cogwm.stats.estimate import Estimate
+from cogwm.stats.pairs import accuracy_of, auroc_of, f1_of, kappa_of, spearman_of
 
 #: Bootstrap resamples and seed for every CI.
 RESAMPLES = 1000
@@ -53,18 +56,45 @@ POSITIVE_AT_LEAST = 1.5
 NEGATIVE_AT_MOST = 0.5
 
 
-@dataclass
-class Figure:
-    """One quality figure with what is needed to read it."""
+class Figure(Estimate):
+    """One quality figure with what is needed to read it (its interval resamples dialogues).
+
+    Built positionally or by name: name, corpus, value, n, ci (``(low, high)`` or None),
+    valid_rate, baselines, note; any other field of the estimate (``ci_low``, ``se``...) by
+    name.
+    """
 
     name: str
     corpus: str
-    value: float | None
-    n: int
-    ci: tuple[float, float] | None
     valid_rate: float | None
-    baselines: dict[str, float | None] = field(default_factory=dict)
+    baselines: dict[str, float | None] = Field(default_factory=dict)
     note: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        corpus: str,
+        value: float | None,
+        n: int,
+        ci: tuple[float, float] | None = None,
+        valid_rate: float | None = None,
+        baselines: dict[str, float | None] | None = None,
+        note: str = "",
+        **estimate: Any,
+    ) -> None:
+        if ci is not None:
+            estimate.update(ci_low=ci[0], ci_high=ci[1])
+        fields: dict[str, Any] = {
+            "name": name,
+            "corpus": corpus,
+            "value": value,
+            "n": n,
+            "valid_rate": valid_rate,
+            "baselines": baselines or {},
+            "note": note,
+            **estimate,
+        }
+        super().__init__(**fields)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -80,64 +110,25 @@ class Figure:
         }
 
 
-# --------------------------------------------------------------------------------- statistics
-
-Statistic = Callable[[list[Any]], float | None]
-
-
-def kappa_of(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
-    """Cohen's kappa of (human, predicted) pairs; None when undefined."""
-    if not pairs:
-        return None
-    return cohen_kappa([h for h, _ in pairs], [p for _, p in pairs])
-
-
-def accuracy_of(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
-    """Share of pairs that agree."""
-    return sum(h == p for h, p in pairs) / len(pairs) if pairs else None
-
-
-def auroc_of(pairs: list[tuple[bool, float]]) -> float | None:
-    """AUROC of (is positive, predicted score) pairs; None with one class only."""
-    return auroc_or_none([y for y, _ in pairs], [s for _, s in pairs])
-
-
-def spearman_of(pairs: list[tuple[float, float]]) -> float | None:
-    """Spearman's rho of pairs; None when undefined (fewer than 3, constant)."""
-    if len(pairs) < 3:
-        return None
-    return spearman([a for a, _ in pairs], [b for _, b in pairs]).r
-
-
-def f1_of(pairs: list[tuple[bool, bool]]) -> float | None:
-    """F1 of (human says yes, predicted yes) pairs; None without positives on either side."""
-    tp = sum(h and p for h, p in pairs)
-    fp = sum(p and not h for h, p in pairs)
-    fn = sum(h and not p for h, p in pairs)
-    if tp + fp + fn == 0:
-        return None
-    return 2 * tp / (2 * tp + fp + fn)
-
-
 def _figure(
     name: str,
     corpus: str,
     groups: dict[str, list[Any]],
-    statistic: Statistic,
+    statistic: ItemsStatistic,
     *,
     valid: int,
     baselines: dict[str, float | None] | None = None,
     note: str = "",
 ) -> Figure:
-    items = [item for group in groups.values() for item in group]
+    estimate = estimate_of_groups(list(groups.values()), statistic, resamples=RESAMPLES, seed=SEED)
     return Figure(
-        name=name,
-        corpus=corpus,
-        value=statistic(items) if items else None,
-        n=len(items),
-        ci=bootstrap_ci_of_groups(list(groups.values()), statistic, resamples=RESAMPLES, seed=SEED),
-        valid_rate=valid / len(items) if items else None,
-        baselines=baselines or {},
+        name,
+        corpus,
+        estimate.value,
+        estimate.n,
+        estimate.ci,
+        valid / estimate.n if estimate.n else None,
+        baselines or {},
         note=note,
     )
 

@@ -49,10 +49,10 @@ if TYPE_CHECKING:
     from cogwm.arena.windows import Windows
 
 
-# ------------------------------------------------------------------------------ the estimate
+# ------------------------------------------------------------------------------ the spending
 
 
-class RoleEstimate(NamedTuple):
+class RoleSpending(NamedTuple):
     """At most how many calls and tokens one role (an agent, the simulator...) makes."""
 
     role: str
@@ -63,12 +63,12 @@ class RoleEstimate(NamedTuple):
     cost_usd: float | None  # None: no prices in this model's options
 
 
-class Estimate(NamedTuple):
+class Spending(NamedTuple):
     """The planned units of a run and an upper bound of its calls, tokens and cost."""
 
     units: int
     preparations: int
-    roles: list[RoleEstimate]
+    roles: list[RoleSpending]
 
     @property
     def calls(self) -> int:
@@ -102,21 +102,21 @@ class _Tally:
         self.prompt += prompt_tokens * times
         self.completion += completion_tokens * times
 
-    def result(self) -> RoleEstimate:
+    def result(self) -> RoleSpending:
         options = self.spec.options
         prices = (options.get("cost_per_1k_prompt"), options.get("cost_per_1k_completion"))
         cost = None
         if any(p is not None for p in prices):
             cost = self.prompt * float(prices[0] or 0) + self.completion * float(prices[1] or 0)
             cost /= 1000
-        return RoleEstimate(
+        return RoleSpending(
             self.role, self.spec.model, self.calls, self.prompt, self.completion, cost
         )
 
 
 def estimate(
     config: ArenaConfig, units: Sequence[Unit], windows: Windows | None = None
-) -> Estimate:
+) -> Spending:
     """An upper bound of the calls, tokens and cost of running ``units`` under ``config``
     (``windows``: the history windows; default: resolved from the config's whole plan)."""
     from cogwm.arena.windows import resolve_windows
@@ -141,7 +141,7 @@ def estimate(
             agent_prompt = prompts[unit.agent.name].text
             _agent_calls(config, unit, agent_prompt, history, window, tally, times)
         _user_side_calls(config, unit, history, windows.simulator.turns, tally, times)
-    return Estimate(len(units), len(preparations), [t.result() for t in tallies.values()])
+    return Spending(len(units), len(preparations), [t.result() for t in tallies.values()])
 
 
 def _arm(unit: Unit) -> tuple[str, str, str, Condition]:

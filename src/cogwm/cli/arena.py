@@ -32,7 +32,7 @@ app = typer.Typer(
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from cogwm.arena.budget import Estimate
+    from cogwm.arena.budget import Spending
     from cogwm.arena.config import ArenaConfig, ServedModels
     from cogwm.arena.failures import FailureCause
     from cogwm.arena.runner import RunSummary
@@ -268,7 +268,7 @@ def _print_plan(config: ArenaConfig, shard: Shard | None, *, as_json: bool = Fal
     _print_plan_calls(plan)
 
 
-def _print_plan_calls(plan: Estimate) -> None:
+def _print_plan_calls(plan: Spending) -> None:
     """The planned model calls per role, and their total, of ``arena run --dry-run``."""
     from rich.table import Table
 

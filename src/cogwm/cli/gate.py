@@ -34,7 +34,7 @@ def run_gate(paths: list[Path], *, as_json: bool) -> None:
             {
                 "label": verdict.label,
                 "passed": verdict.passed,
-                "criteria": [vars(c) for c in verdict.criteria],
+                "criteria": [c.model_dump() for c in verdict.criteria],
             }
         )
     else:

@@ -16,7 +16,7 @@ from cogwm.cli.common import console, err_console, print_json
 from cogwm.cli.fidelity_table import ALL_ROW, print_paper_tables, split_by_dataset
 from cogwm.cli.options import JsonOption, ResamplesOption, SeedOption
 from cogwm.errors import InputError
-from cogwm.metrics.aggregate import Estimate
+from cogwm.metrics.aggregate import ReportedMean
 from cogwm.metrics.summary import (
     DELTA_NAMES,
     ConversationScores,
@@ -376,7 +376,7 @@ def _judge_outcomes(
 _LABELS = {"auc": "AUC", "delta": "Δ", "psr": "PSR", "mono": "Mono", "cts": "CTS", "nz": "nz%"}
 
 
-def _estimate_row(name: str, e: Estimate) -> list[str]:
+def _estimate_row(name: str, e: ReportedMean) -> list[str]:
     return [_LABELS.get(name, name), _fmt(e.mean), _ci(e.ci_low, e.ci_high), f"{e.n:,}"]
 
 

@@ -23,7 +23,7 @@ from cogwm.stats.means import DEFAULT_RESAMPLES
 from cogwm.validate.card import Card
 from cogwm.validate.compare import (
     TRIVIAL_COLUMNS,
-    PairedDifference,
+    CardDifference,
     gate_text,
     short_rule,
 )
@@ -544,7 +544,7 @@ def _compare(
         _print_paired(differences, comparison.columns[0])
 
 
-def _print_paired(differences: list[PairedDifference], first: str) -> None:
+def _print_paired(differences: list[CardDifference], first: str) -> None:
     table = Table(
         Column("figure", overflow="fold", min_width=24),
         "simulator",

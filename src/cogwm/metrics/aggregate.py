@@ -1,5 +1,5 @@
-"""Aggregation: the reported ``Estimate``, per-task discriminability, the agent typology and
-correlation matrices.
+"""Aggregation: the reported mean (``ReportedMean``), per-task discriminability, the agent
+typology and correlation matrices.
 
 Means with their bootstrap CIs and the paired agent comparisons live in
 :mod:`cogwm.stats.means`.
@@ -10,42 +10,43 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
+from cogwm.stats.estimate import Estimate
 from cogwm.stats.means import (
     FloatArray,
     MeanEstimate,
 )
 
 
-class Estimate(BaseModel):
+class ReportedMean(Estimate):
     """A reported mean with SE and CI (None fields: undefined) and how many values it covers.
 
-    The serialisable form of ``MeanEstimate``; metric summaries extend it with their own fields.
+    A ``MeanEstimate`` as metric summaries write it (``mean``, ``se``, ``ci_low``, ``ci_high``,
+    ``n``; ``mean`` None: nothing to average); the summaries extend it with their own fields.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    json_omitted = frozenset({"confidence"})
+    json_names: ClassVar[Mapping[str, str]] = {"value": "mean"}
 
-    mean: float | None
-    se: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int
+    @property
+    def mean(self) -> float | None:
+        """The mean (``value``); None: nothing to average."""
+        return self.value
 
     @staticmethod
     def fields(estimate: MeanEstimate | None, n: int | None = None) -> dict[str, Any]:
-        """Keyword arguments for an ``Estimate`` (or subclass) from ``estimate``.
+        """Keyword arguments for a ``ReportedMean`` (or subclass) from ``estimate``.
 
         ``None`` means nothing to average (mean None); ``n`` overrides the estimate's count.
         """
         if estimate is None:
-            return {"mean": None, "n": n or 0}
+            return {"value": None, "n": n or 0}
         return {
-            "mean": estimate.mean,
+            "value": estimate.mean,
             "se": estimate.se,
             "ci_low": estimate.ci_low,
             "ci_high": estimate.ci_high,
@@ -53,7 +54,7 @@ class Estimate(BaseModel):
         }
 
     @classmethod
-    def of(cls, estimate: MeanEstimate | None) -> Estimate:
+    def of(cls, estimate: MeanEstimate | None) -> ReportedMean:
         """From a ``MeanEstimate`` (None: nothing to average)."""
         return cls(**cls.fields(estimate))
 

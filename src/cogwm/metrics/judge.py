@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cogwm.metrics.aggregate import Estimate
+from cogwm.metrics.aggregate import ReportedMean
 from cogwm.metrics.turn import FidelitySample
 from cogwm.models.types import Message, Sampling, Structured, StructuredOutputError
 from cogwm.schema import CognitiveState, Dimension, Role, TaskSpec
@@ -231,7 +231,7 @@ class OutcomeJudgement(BaseModel):
     call_id: str | None = None
 
 
-class JudgeSummary(Estimate):
+class JudgeSummary(ReportedMean):
     """A judge metric over many samples: mean of the parsed scores, and the failures beside it."""
 
     name: str
@@ -487,7 +487,7 @@ def summarize_judge(
         )
         out[metric.value] = JudgeSummary(
             name=metric.value,
-            **Estimate.fields(estimate, n=len(parsed)),
+            **ReportedMean.fields(estimate, n=len(parsed)),
             n_failed=len(mine) - len(parsed),
             prompt_id=prompt.id,
             prompt_version=prompt.version,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from cogwm.metrics.aggregate import (
     AgentType,
     CTSComponents,
-    Estimate,
+    ReportedMean,
     agent_typology,
     correlation_matrix,
     discriminability,
@@ -80,8 +80,8 @@ class GroupSummary(BaseModel):
     conversations: int
     undefined: int
     mean_length: float | None
-    metrics: dict[str, Estimate]
-    good_outcome: Estimate | None
+    metrics: dict[str, ReportedMean]
+    good_outcome: ReportedMean | None
     good_outcome_failed: int
     typology: AgentType | None = None
 
@@ -149,7 +149,9 @@ def _group_summary(
 ) -> GroupSummary:
     groups = [c.scenario if c.scenario is not None else c.id for c in items]
     metrics = {
-        name: Estimate.of(optional_mean(values, groups=groups, n_resamples=n_resamples, seed=seed))
+        name: ReportedMean.of(
+            optional_mean(values, groups=groups, n_resamples=n_resamples, seed=seed)
+        )
         for name, values in _columns(results).items()
     }
     verdicts = [
@@ -163,7 +165,7 @@ def _group_summary(
             for g, c in zip(groups, items, strict=True)
             if c.good_outcome is not None or c.good_outcome_failed
         ]
-        go = Estimate.of(
+        go = ReportedMean.of(
             good_outcome_rate(verdicts, groups=go_groups, n_resamples=n_resamples, seed=seed).rate
         )
     lengths = [r.n for r in results]
@@ -198,7 +200,7 @@ def _paired_agent_metrics(
             continue
         comparison = paired_bootstrap(scenario_table(rows), n_resamples=n_resamples, seed=seed)
         for agent, est in comparison.estimates.items():
-            updated[agent][name] = Estimate.of(est)
+            updated[agent][name] = ReportedMean.of(est)
     return {a: s.model_copy(update={"metrics": updated[a]}) for a, s in summaries.items()}
 
 

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from cogwm.metrics.aggregate import Estimate
+from cogwm.metrics.aggregate import ReportedMean
 from cogwm.metrics.embeddings import Embedder, cosine_rows, default_embedder
 from cogwm.metrics.text import distinct_1, utterance_scores
 from cogwm.schema import BDI, CognitiveState, Dimension
@@ -111,7 +111,7 @@ class TurnScores(NamedTuple):
         }[dim]
 
 
-class MetricSummary(Estimate):
+class MetricSummary(ReportedMean):
     """One aggregated metric with its coverage, CI and (for miss-aware metrics) the miss rate."""
 
     name: str
@@ -273,7 +273,7 @@ def summarize_turns(
     ]
     distinct = distinct_1(predictions)
     metrics["Distinct-1"] = MetricSummary(
-        name="Distinct-1", mean=distinct.value, n=len(predictions)
+        name="Distinct-1", value=distinct.value, n=len(predictions)
     )
     return FidelityReport(
         n_samples=len(samples),

@@ -311,7 +311,7 @@ def _correlations(matrix: CorrelationMatrix) -> Table:
 
 
 def _estimate(estimate: MeanEstimate | None) -> dict[str, Any] | None:
-    return None if estimate is None else estimate._asdict()
+    return None if estimate is None else estimate.model_dump()
 
 
 def _cells(cells: Cells) -> dict[str, Any]:

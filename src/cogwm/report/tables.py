@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -30,10 +29,12 @@ from cogwm.metrics.aggregate import (
 from cogwm.stats.means import (
     DifferenceEstimate,
     MeanEstimate,
-    paired_bootstrap,
     paired_difference,
+    paired_means,
     scenario_table,
+    shared_differences,
 )
+from cogwm.stats.power import paired_t_sample_size
 from cogwm.validate.status import SimulatorStatus, simulator_status
 
 #: Table 6 columns: (header, metric name, scale).
@@ -183,10 +184,7 @@ def _bootstrap(
 ) -> Cells:
     """Per-arm means of ``value`` with CIs paired over scenarios (None where undefined)."""
     rows = [(c.arm, c.scenario_key, v) for c in conversations if (v := value(c)) is not None]
-    if not rows:
-        return {}
-    comparison = paired_bootstrap(scenario_table(rows), n_resamples=n_resamples, seed=seed)
-    return dict(comparison.estimates)
+    return dict(paired_means(rows, n_resamples=n_resamples, seed=seed))
 
 
 def _metric(name: str, scale: float) -> Callable[[ConversationData], float | None]:
@@ -346,33 +344,6 @@ def cts_differences(
     ]
 
 
-#: Power and significance level of the scenario counts.
-POWER = 0.8
-ALPHA = 0.05
-
-
-def scenarios_needed(sd: float, difference: float, *, power: float = POWER) -> int | None:
-    """Scenarios a paired t-test needs to detect ``difference`` at ``power`` (two-sided, 5%).
-
-    Solved by iterating n = ((t_{1-a/2, n-1} + t_{power, n-1}) * sd / difference)^2 from the
-    normal approximation; None when the difference is 0 or the spread is undefined.
-    """
-    from scipy import stats
-
-    if not math.isfinite(sd) or sd <= 0 or difference == 0:
-        return None if difference == 0 or not math.isfinite(sd) else 2
-    ratio = sd / abs(difference)
-    z = float(stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(power))
-    n = max(2.0, (z * ratio) ** 2)
-    for _ in range(100):
-        t = float(stats.t.ppf(1 - ALPHA / 2, n - 1) + stats.t.ppf(power, n - 1))
-        updated = max(2.0, (t * ratio) ** 2)
-        if abs(updated - n) < 1e-6:
-            break
-        n = updated
-    return math.ceil(n - 1e-9)
-
-
 def power_rows(data: RunData, detect: float | None = None) -> list[PowerRow]:
     """Per pair of arms: scenarios needed for the observed paired CTS difference and for
     ``detect``, from the spread of the per-scenario differences (trials averaged)."""
@@ -386,9 +357,7 @@ def power_rows(data: RunData, detect: float | None = None) -> list[PowerRow]:
     table = scenario_table(rows)
     found: list[PowerRow] = []
     for a, b in itertools.combinations(table.agents, 2):
-        va = table.values[table.agents.index(a)]
-        vb = table.values[table.agents.index(b)]
-        diffs = [x - y for x, y in zip(va, vb, strict=True) if math.isfinite(x - y)]
+        diffs = shared_differences(table, a, b).tolist()
         if not diffs:
             continue
         mean = sum(diffs) / len(diffs)
@@ -400,8 +369,8 @@ def power_rows(data: RunData, detect: float | None = None) -> list[PowerRow]:
                 len(diffs),
                 mean,
                 sd,
-                None if sd is None else scenarios_needed(sd, mean),
-                None if sd is None or detect is None else scenarios_needed(sd, detect),
+                None if sd is None else paired_t_sample_size(sd, mean),
+                None if sd is None or detect is None else paired_t_sample_size(sd, detect),
             )
         )
     return found

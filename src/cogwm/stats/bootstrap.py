@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cogwm.stats.estimate import Estimate
+
 IntArray = npt.NDArray[np.intp]
 #: Maps an array of item indices (with repeats) to a value, or None where it is undefined.
 Statistic = Callable[[IntArray], float | None]
@@ -37,20 +39,20 @@ class Settings:
     confidence: float = 0.95
 
 
-@dataclass(frozen=True)
-class PairedDifference:
+class PairedDifference(Estimate):
     """``a - b`` on the same items, with its paired cluster-bootstrap interval.
 
-    ``difference`` is None where either statistic is undefined on all items; ``ci_low`` and
-    ``ci_high`` are None with fewer than two clusters or no defined resample. ``n`` counts the
-    items, ``n_groups`` the clusters.
+    ``value`` (also ``difference``) is None where either statistic is undefined on all items;
+    ``ci_low`` and ``ci_high`` are None with fewer than two clusters or no defined resample.
+    ``n`` counts the items, ``n_groups`` the clusters.
     """
 
-    difference: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
     n_groups: int
+
+    @property
+    def difference(self) -> float | None:
+        """``a - b`` (``value``); None: undefined."""
+        return self.value
 
 
 def cluster_indices(groups: Sequence[Hashable]) -> list[IntArray]:
@@ -147,8 +149,59 @@ def paired_difference(
         None, None
     )  # fmt: skip
     return PairedDifference(
-        difference=value, ci_low=low, ci_high=high, n=len(groups), n_groups=n_groups
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        n=len(groups),
+        n_groups=n_groups,
+        confidence=settings.confidence,
     )
+
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def mean_of_answers(_: FloatArray, answers: FloatArray) -> float | None:
+    """The mean of the answers (the truth is not needed: each answer is already a score, 1
+    right and 0 wrong for an accuracy); None without answers."""
+    return float(answers.mean()) if answers.size else None
+
+
+def auroc_of_answers(truth: FloatArray, answers: FloatArray) -> float | None:
+    """The AUROC of the answers for the truth classes (1 positive, 0 negative); None with one
+    class only."""
+    return auroc_or_none(truth, answers)
+
+
+#: How answers against their truth make a figure's value, by name.
+ANSWER_SCORES: dict[str, Callable[[FloatArray, FloatArray], float | None]] = {
+    "mean": mean_of_answers,
+    "auroc": auroc_of_answers,
+}
+
+
+def paired_answer_difference(
+    score: str,
+    truth: Sequence[float],
+    first: Sequence[float],
+    second: Sequence[float],
+    groups: Sequence[Hashable],
+    settings: Settings,
+) -> PairedDifference:
+    """``first - second`` of the same score (``mean`` or ``auroc``, see :data:`ANSWER_SCORES`)
+    of two sets of answers to the same items, with a paired cluster-bootstrap interval.
+
+    Raises:
+        KeyError: An unknown score name.
+    """
+    scored = ANSWER_SCORES[score]
+    gold = np.asarray(truth, dtype=np.float64)
+
+    def side(answers: Sequence[float]) -> Statistic:
+        array = np.asarray(answers, dtype=np.float64)
+        return lambda idx: scored(gold[idx], array[idx])
+
+    return paired_difference(side(first), side(second), groups, settings)
 
 
 def auroc_or_none(positive: npt.ArrayLike, scores: npt.ArrayLike) -> float | None:
@@ -261,3 +314,60 @@ def bootstrap_ci_of_groups(
         return None
     low, high = np.percentile(values, [2.5, 97.5])
     return float(low), float(high)
+
+
+def estimate_of_groups(
+    groups: Sequence[Sequence[Any]], statistic: ItemsStatistic, *, resamples: int, seed: int
+) -> Estimate:
+    """``statistic`` over all items of ``groups`` with the interval of
+    :func:`bootstrap_ci_of_groups` (dialogues resampled); value None without items."""
+    items = [item for group in groups for item in group]
+    ci = bootstrap_ci_of_groups(groups, statistic, resamples=resamples, seed=seed)
+    return Estimate(
+        value=statistic(items) if items else None,
+        ci_low=None if ci is None else ci[0],
+        ci_high=None if ci is None else ci[1],
+        n=len(items),
+    )
+
+
+def cluster_estimate(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> Estimate:
+    """``statistic`` on all items with its :func:`cluster_bootstrap` interval (a statistic that
+    is not a mean of per-item values, e.g. a macro-F1, recomputed on every resample)."""
+    low, high = cluster_bootstrap(statistic, groups, settings)
+    return Estimate(
+        value=statistic(np.arange(len(groups), dtype=np.intp)),
+        ci_low=low,
+        ci_high=high,
+        n=len(groups),
+        confidence=settings.confidence,
+    )
+
+
+def jackknife_estimate(
+    statistic: Statistic, groups: Sequence[Hashable], settings: Settings
+) -> Estimate:
+    """``statistic`` on all items with its :func:`cluster_jackknife` interval (corpus ratios)."""
+    low, high = cluster_jackknife(statistic, groups, settings)
+    return Estimate(
+        value=statistic(np.arange(len(groups), dtype=np.intp)),
+        ci_low=low,
+        ci_high=high,
+        n=len(groups),
+        confidence=settings.confidence,
+    )
+
+
+def auroc_estimate(
+    positive: Sequence[bool],
+    scores: Sequence[float | None],
+    groups: Sequence[Hashable],
+    settings: Settings,
+) -> Estimate:
+    """:func:`auroc_interval` as an estimate; ``n`` counts the scored items (the others cannot
+    be ranked and are left out)."""
+    value, low, high = auroc_interval(positive, scores, groups, settings)
+    n = sum(1 for s in scores if s is not None)
+    return Estimate(value=value, ci_low=low, ci_high=high, n=n, confidence=settings.confidence)

@@ -130,3 +130,22 @@ def mcnemar(
         discordant_yes_no=b,
         discordant_no_yes=c,
     )
+
+
+#: Below this expected count in a cell the chi-square approximation is not trusted.
+MIN_EXPECTED = 5
+
+
+def min_expected_count(table: Sequence[Sequence[int]]) -> float:
+    """The smallest expected count of a cell of ``table`` under independence."""
+    total = sum(map(sum, table))
+    rows = [sum(r) for r in table]
+    cols = [sum(c) for c in zip(*table, strict=True)]
+    return float(min(r * c / total for r in rows for c in cols))
+
+
+def fisher_exact_p(table: Sequence[Sequence[int]]) -> float:
+    """The two-sided p-value of Fisher's exact test on a 2 x 2 table (``scipy``)."""
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([list(row) for row in table]).pvalue)

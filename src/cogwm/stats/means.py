@@ -10,13 +10,14 @@ their per-scenario differences.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from cogwm.errors import InputError
+from cogwm.stats.estimate import Estimate
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -26,18 +27,33 @@ DEFAULT_RESAMPLES = 2000
 _BLOCK_CELLS = 2_000_000
 
 
-class MeanEstimate(NamedTuple):
+class MeanEstimate(Estimate):
     """A mean with its standard error and a bootstrap confidence interval.
 
     ``se``, ``ci_low`` and ``ci_high`` are None with fewer than two values (or two clusters).
+    Written as ``mean``, ``se``, ``ci_low``, ``ci_high``, ``n``, ``confidence``.
     """
 
-    mean: float
-    se: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-    confidence: float
+    json_fields = ("value", "se", "ci_low", "ci_high", "n", "confidence")
+    json_names: ClassVar[Mapping[str, str]] = {"value": "mean"}
+
+    value: float
+
+    @property
+    def mean(self) -> float:
+        """The mean (``value``)."""
+        return self.value
+
+    def _replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (by field name or JSON key, ``mean``), as ``MeanEstimate``
+        offered when it was a named tuple."""
+        return self.model_copy(update=changes)
+
+
+def _mean(
+    mean: float, se: float | None, low: float | None, high: float | None, n: int, confidence: float
+) -> MeanEstimate:
+    return MeanEstimate(value=mean, se=se, ci_low=low, ci_high=high, n=n, confidence=confidence)
 
 
 def _finite(values: Sequence[float] | FloatArray, name: str) -> FloatArray:
@@ -119,7 +135,7 @@ def mean_estimate(
     else:
         sums, counts = _clusters(array, groups)
     if sums.size < 2:
-        return MeanEstimate(mean, None, None, None, int(array.size), confidence)
+        return _mean(mean, None, None, None, int(array.size), confidence)
     replicates = _resample_means(sums, counts, n_resamples, np.random.default_rng(seed))
     low, high = _percentiles(replicates, confidence)
     se = (
@@ -129,7 +145,7 @@ def mean_estimate(
         if n_resamples > 1
         else None
     )
-    return MeanEstimate(mean, se, low, high, int(array.size), confidence)
+    return _mean(mean, se, low, high, int(array.size), confidence)
 
 
 def optional_mean(
@@ -242,21 +258,73 @@ def paired_bootstrap(
     for a, agent in enumerate(table.agents):
         own = table.values[a, present[a]]
         if own.size < 2:
-            estimates[agent] = MeanEstimate(float(own.mean()), None, None, None, 1, confidence)
+            estimates[agent] = _mean(float(own.mean()), None, None, None, 1, confidence)
             continue
         low, high = _percentiles(replicates[:, a], confidence)
         se = float(np.nanstd(replicates[:, a], ddof=1)) if n_resamples > 1 else None
-        estimates[agent] = MeanEstimate(float(own.mean()), se, low, high, int(own.size), confidence)
+        estimates[agent] = _mean(float(own.mean()), se, low, high, int(own.size), confidence)
     return AgentComparison(table.agents, estimates, replicates)
 
 
-class DifferenceEstimate(NamedTuple):
-    """Mean of the per-scenario differences ``a - b`` over the scenarios both agents have."""
+def paired_means(
+    rows: Iterable[tuple[str, str, float]],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, MeanEstimate]:
+    """Every agent's mean of ``(agent, scenario, value)`` rows, with intervals paired over
+    scenarios (:func:`paired_bootstrap` of :func:`scenario_table`); empty without rows."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    table = scenario_table(rows)
+    comparison = paired_bootstrap(table, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return dict(comparison.estimates)
+
+
+class DifferenceEstimate(MeanEstimate):
+    """Mean of the per-scenario differences ``a - b`` over the scenarios both agents have
+    (``n``: the shared scenarios)."""
 
     agent_a: str
     agent_b: str
-    difference: MeanEstimate
-    n_shared: int
+
+    @property
+    def difference(self) -> MeanEstimate:
+        """The difference as a plain mean estimate (without the agents' names)."""
+        return MeanEstimate(**{name: getattr(self, name) for name in MeanEstimate.model_fields})
+
+    @property
+    def n_shared(self) -> int:
+        """Scenarios both agents have."""
+        return self.n
+
+    def _replace(self, **changes: Any) -> Self:
+        """A copy with ``changes``, as the former named tuple offered: ``difference`` (a mean
+        estimate) sets the value and interval, ``n_shared`` the count."""
+        difference = changes.pop("difference", None)
+        if isinstance(difference, MeanEstimate):
+            kept = ("value", "se", "ci_low", "ci_high", "n", "confidence")
+            changes = {**{name: getattr(difference, name) for name in kept}, **changes}
+        if "n_shared" in changes:
+            changes["n"] = changes.pop("n_shared")
+        return super()._replace(**changes)
+
+
+def shared_differences(table: ScenarioTable, agent_a: str, agent_b: str) -> FloatArray:
+    """``a - b`` on each scenario both agents have, in the table's scenario order.
+
+    Raises:
+        InputError: An unknown agent.
+    """
+    for agent in (agent_a, agent_b):
+        if agent not in table.agents:
+            raise InputError(f"unknown agent {agent!r}; known: {', '.join(table.agents)}")
+    a = table.values[table.agents.index(agent_a)]
+    b = table.values[table.agents.index(agent_b)]
+    shared = ~np.isnan(a) & ~np.isnan(b)
+    return np.asarray(a[shared] - b[shared], dtype=np.float64)
 
 
 def paired_difference(
@@ -273,15 +341,8 @@ def paired_difference(
     Raises:
         InputError: An unknown agent, or no scenario that both agents have.
     """
-    for agent in (agent_a, agent_b):
-        if agent not in table.agents:
-            raise InputError(f"unknown agent {agent!r}; known: {', '.join(table.agents)}")
-    a = table.values[table.agents.index(agent_a)]
-    b = table.values[table.agents.index(agent_b)]
-    shared = ~np.isnan(a) & ~np.isnan(b)
-    if not shared.any():
+    differences = shared_differences(table, agent_a, agent_b)
+    if not differences.size:
         raise InputError(f"agents {agent_a!r} and {agent_b!r} share no scenario")
-    diff = mean_estimate(
-        a[shared] - b[shared], n_resamples=n_resamples, confidence=confidence, seed=seed
-    )
-    return DifferenceEstimate(agent_a, agent_b, diff, int(shared.sum()))
+    diff = mean_estimate(differences, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return DifferenceEstimate(agent_a=agent_a, agent_b=agent_b, **dict(diff))

@@ -47,7 +47,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from operator import attrgetter
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -62,6 +62,9 @@ from cogwm.stats import (
     spearman,
 )
 from cogwm.stats._validate import StatsInputError
+from cogwm.stats.contingency import MIN_EXPECTED, fisher_exact_p, min_expected_count
+from cogwm.stats.estimate import Estimate
+from cogwm.stats.proportions import wilson_intervals
 from cogwm.tom.evaluate import PLAIN
 from cogwm.tom.items import BASE_VARIANTS, Task, Variant
 from cogwm.tom.store import OpenScoreRow, ScoredAnswer, ToMStore
@@ -77,16 +80,22 @@ class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Rate(_Row):
-    """A Correctness Rate with its interval and random baseline."""
+class Rate(Estimate):
+    """A Correctness Rate (``value``, written ``rate``) with its Wilson interval and random
+    baseline."""
 
-    n: int
+    json_fields = ("n", "correct", "unparsed", "value", "ci_low", "ci_high", "baseline")
+    json_omitted = frozenset({"se", "confidence"})
+    json_names: ClassVar[Mapping[str, str]] = {"value": "rate"}
+
     correct: int
     unparsed: int
-    rate: float | None
-    ci_low: float | None
-    ci_high: float | None
     baseline: float | None
+
+    @property
+    def rate(self) -> float | None:
+        """The Correctness Rate (``value``); None without answers."""
+        return self.value
 
 
 class RateRow(Rate):
@@ -300,43 +309,32 @@ def correctness_rate(answers: Sequence[ScoredAnswer]) -> Rate:
 
 def correctness_rates(groups: Sequence[Sequence[ScoredAnswer]]) -> list[Rate]:
     """:func:`correctness_rate` of several groups, the intervals computed in one vector call."""
-    from statsmodels.stats.proportion import proportion_confint
-
     counts = [
         (len(g), sum(a.correct for a in g), sum(not a.parsed for a in g),
          sum(1 / a.n_options for a in g))
         for g in groups
     ]  # fmt: skip
     filled = [(n, c) for n, c, _, _ in counts if n]
-    lows, highs = (
-        proportion_confint(
-            np.array([c for _, c in filled]),
-            np.array([n for n, _ in filled]),
-            alpha=1 - CONFIDENCE,
-            method="wilson",
-        )
-        if filled
-        else (np.zeros(0), np.zeros(0))
+    intervals = iter(
+        wilson_intervals([c for _, c in filled], [n for n, _ in filled], confidence=CONFIDENCE)
     )
     rates: list[Rate] = []
-    k = 0
     for n, correct, unparsed, inverse_options in counts:
         if n == 0:
-            rates.append(Rate(n=0, correct=0, unparsed=0, rate=None, ci_low=None, ci_high=None,
-                              baseline=None))  # fmt: skip
+            rates.append(Rate(n=0, correct=0, unparsed=0, value=None, baseline=None))
             continue
+        low, high = next(intervals)
         rates.append(
             Rate(
                 n=n,
                 correct=correct,
                 unparsed=unparsed,
-                rate=correct / n,
-                ci_low=float(lows[k]),
-                ci_high=float(highs[k]),
+                value=correct / n,
+                ci_low=low,
+                ci_high=high,
                 baseline=inverse_options / n,
             )
         )
-        k += 1
     return rates
 
 
@@ -375,7 +373,7 @@ def rate_rows(
     for key, rate in zip(groups, correctness_rates(list(groups.values())), strict=True):
         row = RateRow(**dict(zip(fields, key, strict=True)), **fixed, **rate.model_dump())
         if classes is not None:
-            row.majority = majority_baseline(groups[key], classes)
+            row = row.model_copy(update={"majority": majority_baseline(groups[key], classes)})
         rows.append(_across_seeds(row, groups[key]))
     return rows
 
@@ -427,7 +425,7 @@ def _across_seeds(row: RateRow, group: Sequence[ScoredAnswer]) -> RateRow:
     rates = [_share(g) for g in by_seed.values()]
     return row.model_copy(
         update={
-            "rate": float(np.mean(rates)),
+            "value": float(np.mean(rates)),
             "seed_sd": float(np.std(rates, ddof=1)),
             "seeds": len(rates),
             "ci_low": None,
@@ -506,8 +504,8 @@ def retro_prosp_gap(answers: Sequence[ScoredAnswer]) -> list[GapRow]:
         try:
             result = chi_square(table)
             chi2, p, v, test = result.statistic, result.p_value, result.cramers_v, "pearson"
-            if _min_expected(table) < MIN_EXPECTED:
-                p, test = _fisher(table), "fisher"
+            if min_expected_count(table) < MIN_EXPECTED:
+                p, test = fisher_exact_p(table), "fisher"
                 note = f"an expected count is under {MIN_EXPECTED}: p from Fisher's exact test"
         except StatsInputError as exc:
             note = str(exc)
@@ -526,23 +524,6 @@ def retro_prosp_gap(answers: Sequence[ScoredAnswer]) -> list[GapRow]:
             )
         )
     return rows
-
-
-#: Below this expected count in a cell the chi-square approximation is not trusted.
-MIN_EXPECTED = 5
-
-
-def _min_expected(table: list[list[int]]) -> float:
-    total = sum(map(sum, table))
-    rows = [sum(r) for r in table]
-    cols = [sum(c) for c in zip(*table, strict=True)]
-    return float(min(r * c / total for r in rows for c in cols))
-
-
-def _fisher(table: list[list[int]]) -> float:
-    from scipy.stats import fisher_exact
-
-    return float(fisher_exact(table).pvalue)
 
 
 # -- Table 4: correlations -----------------------------------------------------

@@ -492,7 +492,7 @@ def _gate(
 ) -> Gate:
     groups = [i.dialogue_id for i in items]
     if any(b is None for b in baseline) or not items:
-        return Gate(baseline=best, difference=None, n=len(items), passed=None)
+        return Gate(baseline=best, value=None, n=len(items), passed=None)
     base = [b for b in baseline if b is not None]
     result = paired_difference(
         _statistic(rule.kind, gold, simulator), _statistic(rule.kind, gold, base), groups, settings
@@ -502,7 +502,7 @@ def _gate(
         passed = result.ci_low > 0 if rule.higher_is_better else result.ci_high < 0
     return Gate(
         baseline=best,
-        difference=result.difference,
+        value=result.difference,
         ci_low=result.ci_low,
         ci_high=result.ci_high,
         n=result.n,

@@ -10,11 +10,14 @@ a number never stands without the yardstick that says whether it means anything.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cogwm.errors import InputError
+from cogwm.stats.estimate import Estimate
 
 #: Schema tag of card files; a reader refuses other tags.
 CARD_SCHEMA = "cogwm.validity_card/1"
@@ -63,22 +66,27 @@ class Baselines(_Rec):
     )
 
 
-class Gate(_Rec):
+class Gate(Estimate):
     """The simulator against the best trivial baseline on the same items: a paired bootstrap
     over dialogues of (simulator - baseline). Passed when the simulator is better beyond the
     interval: for a figure where higher is better (accuracy, AUROC) the interval's lower bound is
     above 0; for an error where lower is better (MAE) its upper bound is below 0. None when the
     difference or its interval is undefined."""
 
+    json_fields = ("baseline", "value", "ci_low", "ci_high", "n")
+    json_omitted = frozenset({"se", "confidence"})
+    json_names: ClassVar[Mapping[str, str]] = {"value": "difference"}
+
     baseline: str = Field(description="The trivial rule compared with (Baselines.best_trivial).")
-    difference: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int
     passed: bool | None = Field(description="None: undefined on these items.")
 
+    @property
+    def difference(self) -> float | None:
+        """Simulator minus baseline (``value``); None: undefined on these items."""
+        return self.value
 
-class Check(_Rec):
+
+class Check(Estimate):
     """A responsiveness check: does the simulator's state follow what the agent does?
 
     The instrument's own unit tests (counterfactual agent turns, known groups of people, arena
@@ -86,12 +94,12 @@ class Check(_Rec):
     reader sees the figure a copy machine reaches beside the simulator's.
     """
 
+    json_fields = ("name", "task", "metric", "value", "ci_low", "ci_high", "n")
+    json_omitted = frozenset({"se", "confidence"})
+
     name: str = Field(description="'counterfactual', 'known_groups' or 'arena_sensitivity'.")
     task: str = Field(description="The task or corpus pair the check ran on, e.g. 'ESC'.")
     metric: str = Field(description="What the value measures, e.g. 'valence_ordering'.")
-    value: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
     n: int = Field(description="Units behind the value (histories, dialogues or scenarios).")
     n_failed: int = Field(default=0, description="Units with a failed simulator call.")
     copy_machine: float | None = Field(
@@ -124,15 +132,15 @@ class ItemRow(_Rec):
     answer: float | None
 
 
-class Figure(_Rec):
+class Figure(Estimate):
     """One measured number of a card."""
+
+    json_fields = ("part", "metric", "mode", "value", "ci_low", "ci_high", "n")
+    json_omitted = frozenset({"se", "confidence"})
 
     part: str = Field(description="The card part, e.g. 'dailydialog'.")
     metric: str = Field(description="Metric name, e.g. 'emotion_accuracy', 'valence_auroc'.")
     mode: str = Field(description="'understand' (real utterance given) or 'predict'.")
-    value: float | None = Field(description="Point estimate; None: undefined on these items.")
-    ci_low: float | None = None
-    ci_high: float | None = None
     n: int = Field(description="Items the figure is computed on.")
     n_failed: int = Field(
         default=0,

@@ -11,27 +11,22 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from cogwm.errors import InputError
-from cogwm.stats.bootstrap import Statistic, auroc_or_none, paired_difference
+from cogwm.stats.bootstrap import Settings, paired_answer_difference
+from cogwm.stats.estimate import Estimate
 from cogwm.validate.card import Card, Figure, Gate
-from cogwm.validate.figures import Settings
 
 
-class Cell(BaseModel):
+class Cell(Estimate):
     """One simulator's value for one row."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    json_omitted = frozenset({"se", "confidence"})
 
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
     gate: Gate | None = None
 
 
@@ -210,26 +205,29 @@ def _with_gate(cell: Cell | None) -> str:
     return f"{text}\ngate Δ {gate_text(cell.gate)}"
 
 
-class PairedDifference(BaseModel):
+class CardDifference(Estimate):
     """A figure of one simulator minus the first simulator's, on the items both cards share.
 
     The interval comes from a paired bootstrap: each resample draws dialogues once and scores
     both simulators on the same items (the gate of a trained model against its base).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    json_fields = ("key", "column", "value", "ci_low", "ci_high", "n")
+    json_omitted = frozenset({"se", "confidence"})
+    json_names: ClassVar[Mapping[str, str]] = {"value": "difference"}
 
     key: str
     column: str
-    difference: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
+
+    @property
+    def difference(self) -> float | None:
+        """The other simulator minus the first (``value``); None: undefined."""
+        return self.value
 
 
 def paired_differences(
     cards: Sequence[Card], *, resamples: int = 2000, seed: int = 0
-) -> list[PairedDifference]:
+) -> list[CardDifference]:
     """Every figure that keeps its items, each later card minus the first, on shared items.
 
     Raises:
@@ -251,34 +249,29 @@ def paired_differences(
     return out
 
 
-def _paired(base: Figure, other: Figure, column: str, settings: Settings) -> PairedDifference:
+def _paired(base: Figure, other: Figure, column: str, settings: Settings) -> CardDifference:
     theirs = {row.id: row for row in other.rows or []}
     pairs = [(row, theirs[row.id]) for row in base.rows or [] if row.id in theirs]
     # Items both simulators answered: a paired difference compares like with like.
-    pairs = [(a, b) for a, b in pairs if a.answer is not None and b.answer is not None]
-    truth = np.asarray([a.truth for a, _ in pairs], dtype=np.float64)
-    first = np.asarray([a.answer for a, _ in pairs], dtype=np.float64)
-    second = np.asarray([b.answer for _, b in pairs], dtype=np.float64)
-    score = _auroc if base.rows_kind == "auroc" else _mean
-
-    def side(answers: npt.NDArray[np.float64]) -> Statistic:
-        return lambda idx: score(truth[idx], answers[idx])
-
+    answered = [
+        (a.truth, a.answer, b.answer, a.group)
+        for a, b in pairs
+        if a.answer is not None and b.answer is not None
+    ]
     # The other simulator minus the first, both scored on each resample's same dialogues.
-    result = paired_difference(side(second), side(first), [a.group for a, _ in pairs], settings)
-    return PairedDifference(
+    result = paired_answer_difference(
+        "auroc" if base.rows_kind == "auroc" else "mean",
+        [truth for truth, *_ in answered],
+        [theirs_ for _, _, theirs_, _ in answered],
+        [mine for _, mine, _, _ in answered],
+        [group for *_, group in answered],
+        settings,
+    )
+    return CardDifference(
         key=base.key,
         column=column,
-        difference=result.difference,
+        value=result.difference,
         ci_low=result.ci_low,
         ci_high=result.ci_high,
         n=result.n,
     )
-
-
-def _mean(_: npt.NDArray[np.float64], values: npt.NDArray[np.float64]) -> float | None:
-    return float(values.mean()) if values.size else None
-
-
-def _auroc(truth: npt.NDArray[np.float64], scores: npt.NDArray[np.float64]) -> float | None:
-    return auroc_or_none(truth, scores)

@@ -20,9 +20,9 @@ from cogwm import tasks
 from cogwm.metrics.trajectory import composite
 from cogwm.schema import CognitiveState
 from cogwm.simulator.counterfactual_bank import CONDITIONS, TASK_CORPORA, Bank, load_bank
+from cogwm.stats.bootstrap import Settings
 from cogwm.stats.means import mean_estimate
 from cogwm.validate.card import Check, PartInfo
-from cogwm.validate.figures import Settings
 from cogwm.validate.inputs import Reading
 from cogwm.validate.items import (
     Heldout,

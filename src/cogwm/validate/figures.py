@@ -23,12 +23,14 @@ import numpy.typing as npt
 from cogwm.stats.bootstrap import IntArray as IntArray
 from cogwm.stats.bootstrap import Settings as Settings
 from cogwm.stats.bootstrap import Statistic as Statistic
-from cogwm.stats.bootstrap import auroc_interval, cluster_jackknife
+from cogwm.stats.bootstrap import auroc_estimate, cluster_estimate, jackknife_estimate
 from cogwm.stats.bootstrap import cluster_bootstrap as cluster_bootstrap
 from cogwm.stats.means import (
     mean_estimate,
     optional_mean,
 )
+from cogwm.stats.pairs import macro_f1
+from cogwm.stats.proportions import wilson_interval
 from cogwm.validate.card import Baselines, Figure, ItemRow
 
 if TYPE_CHECKING:
@@ -83,10 +85,7 @@ def accuracy_figure(
                         confidence=scope.settings.confidence, seed=scope.settings.seed)  # fmt: skip
     return scope.figure(
         metric="emotion_accuracy",
-        value=est.mean,
-        ci_low=est.ci_low,
-        ci_high=est.ci_high,
-        n=len(correct),
+        **est.interval(),
         n_failed=sum(p is None for p in predicted),
         baselines=baselines,
         note="failed calls count as wrong",
@@ -122,14 +121,12 @@ def macro_f1_figure(
 
     Failed calls count as wrong answers, as in :func:`accuracy_figure`.
     """
-    from sklearn.metrics import f1_score
-
     classes = sorted(set(gold))
     gold_arr = np.asarray(gold, dtype=object)
     pred_arr = np.asarray([p if p is not None else "(failed)" for p in predicted], dtype=object)
 
     def f1(g: npt.NDArray[np.object_], p: npt.NDArray[np.object_]) -> float:
-        return float(f1_score(g, p, labels=classes, average="macro", zero_division=0))
+        return macro_f1(g, p, classes)
 
     def statistic(idx: IntArray) -> float:
         return f1(gold_arr[idx], pred_arr[idx])
@@ -150,13 +147,9 @@ def macro_f1_figure(
     )
     if not gold:
         return scope.figure(metric="emotion_macro_f1", value=None, n=0, baselines=baselines)
-    low, high = cluster_bootstrap(statistic, groups, scope.settings)
     return scope.figure(
         metric="emotion_macro_f1",
-        value=f1(gold_arr, pred_arr),
-        ci_low=low,
-        ci_high=high,
-        n=len(gold),
+        **cluster_estimate(statistic, groups, scope.settings).interval(),
         n_failed=sum(p is None for p in predicted),
         baselines=baselines,
         note=f"macro over the gold classes {', '.join(classes)}; failed calls count as wrong",
@@ -180,14 +173,10 @@ def auroc_figure(
     the baselines.
     """
     kept = [i for i, s in enumerate(scores) if s is not None]
-    value, low, high = auroc_interval(positive, scores, groups, scope.settings)
     n_pos = sum(bool(positive[i]) for i in kept)
     return scope.figure(
         metric=metric,
-        value=value,
-        ci_low=low,
-        ci_high=high,
-        n=len(kept),
+        **auroc_estimate(positive, scores, groups, scope.settings).interval(),
         n_failed=len(scores) - len(kept),
         baselines=Baselines(majority=0.5, random=0.5),
         note=f"{n_pos} positive, {len(kept) - n_pos} negative; unscored items left out"
@@ -224,10 +213,7 @@ def mae_figure(
                         seed=scope.settings.seed)  # fmt: skip
     return scope.figure(
         metric=metric,
-        value=est.mean,
-        ci_low=est.ci_low,
-        ci_high=est.ci_high,
-        n=len(pairs),
+        **est.interval(),
         n_failed=failed,
         baselines=baselines,
         higher_is_better=False,
@@ -296,10 +282,7 @@ def _overlap_figure(
     base = [getattr(s, metric) for s in shuffled if getattr(s, metric) is not None]
     return scope.figure(
         metric=metric,
-        value=None if est is None else est.mean,
-        ci_low=None if est is None else est.ci_low,
-        ci_high=None if est is None else est.ci_high,
-        n=0 if est is None else est.n,
+        **({"value": None, "n": 0} if est is None else est.interval()),
         n_failed=failed,
         baselines=Baselines(random=float(np.mean(base)) if base else None),
         higher_is_better=higher,
@@ -321,13 +304,9 @@ def _distinct_figure(
     def distinct(idx: IntArray) -> float | None:
         return distinct_1(texts[i] for i in idx).value
 
-    low, high = cluster_jackknife(distinct, groups, scope.settings)
     return scope.figure(
         metric="distinct_1",
-        value=distinct_1(texts).value,
-        ci_low=low,
-        ci_high=high,
-        n=len(texts),
+        **jackknife_estimate(distinct, groups, scope.settings).interval(),
         n_failed=failed,
         baselines=Baselines(random=distinct_1(gold).value),
         note="corpus ratio over all predictions; random: that of the real utterances",
@@ -351,22 +330,18 @@ def memorisation_figure(
     the same items: real people repeat stock phrases too, so only a share clearly above theirs
     says the simulator memorised its training set.
     """
-    from statsmodels.stats.proportion import proportion_confint
-
     hits = [0.0 if p is None else float(index.shares_ngram(p)) for p in predicted]
     real = [index.shares_ngram(g) for g in gold]
     baselines = Baselines(random=sum(real) / len(real) if real else None)
     if not hits:
         return scope.figure(metric="memorisation", value=None, n=0, baselines=baselines,
                             higher_is_better=False)  # fmt: skip
-    low, high = proportion_confint(
-        int(sum(hits)), len(hits), alpha=1 - scope.settings.confidence, method="wilson"
-    )
+    low, high = wilson_interval(int(sum(hits)), len(hits), confidence=scope.settings.confidence)
     return scope.figure(
         metric="memorisation",
         value=sum(hits) / len(hits),
-        ci_low=float(low),
-        ci_high=float(high),
+        ci_low=low,
+        ci_high=high,
         n=len(hits),
         n_failed=sum(p is None for p in predicted),
         baselines=baselines,

@@ -305,7 +305,7 @@ def gate_vs_best(
     values = {n: a for n, x in rules.items() if (a := auroc_or_none(y, x)) is not None}
     kept_groups = [groups[i] for i in kept]
     if not values:
-        empty = PairedDifference(None, None, None, len(kept), len(set(kept_groups)))
+        empty = PairedDifference(value=None, n=len(kept), n_groups=len(set(kept_groups)))
         return GroupGate(None, False, empty)
     best = max(values, key=lambda n: max(values[n], 1 - values[n]))
     flipped = values[best] < 0.5

@@ -22,8 +22,9 @@ from cogwm.models.model import Model
 from cogwm.models.types import Sampling, StructuredOutputError
 from cogwm.schema import Dialogue
 from cogwm.schema.labels import P4GMeta
+from cogwm.stats.bootstrap import IntArray, cluster_bootstrap
 from cogwm.validate.card import Baselines, Figure
-from cogwm.validate.figures import IntArray, Scope, cluster_bootstrap
+from cogwm.validate.figures import Scope
 from cogwm.validate.items import Heldout, held_out
 
 #: Turns the judge reads: the opening (the arena's cold start is two rounds) and the last ones.

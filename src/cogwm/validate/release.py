@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cogwm.errors import InputError
+from cogwm.stats.estimate import Estimate
 from cogwm.validate.card import Card, Check, Figure
 
 #: DailyDialog valence: the part, metric and item subsets gated.
@@ -60,9 +62,11 @@ MIN_SCENARIOS = 20
 SENSITIVITY_FLOOR = 0.0
 
 
-@dataclass(frozen=True)
-class Criterion:
-    """One criterion of the gate on one figure.
+class Criterion(Estimate):
+    """One criterion of the gate on one figure: the figure's estimate and the verdict on it.
+
+    Built positionally, in the order of the attributes below (other fields of the estimate,
+    e.g. ``se``, by name).
 
     Attributes:
         name: What is gated, e.g. ``counterfactual.ESC.composite_ordering``.
@@ -75,14 +79,38 @@ class Criterion:
         reason: The rule, and why it failed where it did.
     """
 
+    json_fields = ("name", "value", "ci_low", "ci_high", "n")
+    json_omitted = frozenset({"se", "confidence"})
+
     name: str
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
     passed: bool
     gating: bool = True
     reason: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        value: float | None,
+        ci_low: float | None,
+        ci_high: float | None,
+        n: int,
+        passed: bool,
+        gating: bool = True,
+        reason: str = "",
+        **estimate: Any,
+    ) -> None:
+        fields: dict[str, Any] = {
+            "name": name,
+            "value": value,
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+            "n": n,
+            "passed": passed,
+            "gating": gating,
+            "reason": reason,
+            **estimate,
+        }
+        super().__init__(**fields)
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,7 @@ def paper_grid(
     return rows
 
 
-class CrossTaskFigure(NamedTuple):
+class CrossTaskChart(NamedTuple):
     """The cross-task chart and the line that says what it pools and leaves out."""
 
     svg: str
@@ -197,7 +197,7 @@ class CrossTaskFigure(NamedTuple):
 
 def cross_task_figure(
     data: RunData, *, n_resamples: int = 2000, seed: int = 0, dimension: str = "comp"
-) -> CrossTaskFigure | None:
+) -> CrossTaskChart | None:
     """The cross-task mean of one dimension (``s_t`` by default) per agent over five regions of
     progress (paper Figure 5), ±1 SEM, each line's Δ with its 95% CI; None when no agent has a
     trajectory to draw. An empty B/D/I dimension or a missing emotion stays unknown (not 0)."""
@@ -224,12 +224,12 @@ def cross_task_figure(
         height=280,
         markers=True,
     )
-    return CrossTaskFigure(svg, caption(every, dimension))
+    return CrossTaskChart(svg, caption(every, dimension))
 
 
 def cross_task_panels(
     data: RunData, *, n_resamples: int = 2000, seed: int = 0
-) -> list[tuple[str, CrossTaskFigure | None]]:
+) -> list[tuple[str, CrossTaskChart | None]]:
     """The BDI/E panels of the cross-task figure: ``(dimension, figure or None)`` for emotion,
     belief, desire and intention."""
     from cogwm.report.regions import PANEL_DIMENSIONS
