@@ -193,6 +193,9 @@ def test_run_ends_in_error_when_a_call_fails_for_good() -> None:
         unregister_fake(FAKE_NAME)
     assert outcome.termination is Termination.ERROR and outcome.rounds == 3
     assert outcome.error and "500" in outcome.error
+    # The user's call failed after the agent had spoken: the failed round is rolled back, as a
+    # failed step leaves it (catches run() playing rounds without step's rollback).
+    assert len(outcome.turns) == len(opening.scenario.opening) and conversation.round == 2
 
 
 def test_the_same_transcript_as_the_runners_whoever_gives_the_agents_replies(

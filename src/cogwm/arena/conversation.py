@@ -12,7 +12,7 @@ agent from outside (``step(text)``) and read what the round did.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from pydantic import Field
 
@@ -78,6 +78,15 @@ class RoundResult(Record):
     def truncated(self) -> bool:
         """Whether the round limit (not the user, detector or agent) ended the conversation."""
         return self.termination is Termination.MAX_ROUNDS
+
+
+class _Played(NamedTuple):
+    """What one round did: the fields of its ``RoundResult`` (a plain tuple, made every round)."""
+
+    turns: list[ArenaTurn]
+    termination: Termination | None
+    intent_asked: bool = False
+    error: str | None = None
 
 
 class Conversation:
@@ -151,13 +160,14 @@ class Conversation:
             ModelCallError: A model call failed for good.
         """
         number = self._next_round(agent_reply)
-        before = len(self.turns)
-        try:
-            return await self._play_round(number, agent_reply)
-        except BaseException:
-            del self.turns[before:]
-            self.round = self._rounds = number - 1
-            raise
+        played = await self._play_round(number, agent_reply)
+        return RoundResult(
+            round=number,
+            turns=played.turns,
+            termination=played.termination,
+            intent_asked=played.intent_asked,
+            error=played.error,
+        )
 
     async def run(self, opening: Opening) -> Outcome:
         """Play the whole conversation with the cast's own agent; a model call that fails for
@@ -165,7 +175,8 @@ class Conversation:
         await self.start(opening)
         while not self.finished:
             try:
-                await self.step()
+                # The rounds of ``step`` without their RoundResult records, which nobody reads.
+                await self._play_round(self._next_round(None), None)
             except ModelCallError as exc:
                 self._end(Termination.ERROR, rounds=self.round + 1, error=str(exc))
         return self.result()
@@ -208,16 +219,24 @@ class Conversation:
             raise InputError("the agent's reply is empty")
         return self.round + 1
 
-    async def _play_round(self, number: int, agent_reply: str | None) -> RoundResult:
+    async def _play_round(self, number: int, agent_reply: str | None) -> _Played:
+        """Round ``number``; anything raised leaves the conversation as it was before it."""
+        before = len(self.turns)
+        try:
+            return await self._turns_of_round(number, agent_reply)
+        except BaseException:
+            del self.turns[before:]
+            self.round = self._rounds = number - 1
+            raise
+
+    async def _turns_of_round(self, number: int, agent_reply: str | None) -> _Played:
         assert self._user is not None  # checked by _next_round
         try:
             reply = await self._agent_turn(number, agent_reply)
         except (StructuredOutputError, AgentFailure) as exc:
             # The agent broke its own output format or limits: its failure, not the arena's.
             self._end(Termination.AGENT_FAILURE, rounds=number - 1, error=f"agent output: {exc}")
-            return RoundResult(
-                round=number, turns=[], termination=self.termination, error=self.error
-            )
+            return _Played([], self.termination, error=self.error)
         agent = await self._append(reply, Role.AGENT, number)
         said = await take_turn(
             self._user, self.turns, seed=derive_seed(self.user_seed, "user", number)
@@ -227,9 +246,7 @@ class Conversation:
         termination, asked = await self._ending(said, number)
         if termination is not None:
             self._end(termination, rounds=number)
-        return RoundResult(
-            round=number, turns=[agent, user], termination=termination, intent_asked=asked
-        )
+        return _Played([agent, user], termination, intent_asked=asked)
 
     async def _agent_turn(self, number: int, agent_reply: str | None) -> TurnOutput:
         if agent_reply is not None:
