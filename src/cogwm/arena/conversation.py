@@ -173,7 +173,7 @@ class Conversation:
         """Play the whole conversation with the cast's own agent; a model call that fails for
         good ends it with ``ERROR`` (the turns stored up to it are kept)."""
         await self.start(opening)
-        while not self.finished:
+        while self.termination is None:  # ``finished``, without a property call per round
             try:
                 # The rounds of ``step`` without their RoundResult records, which nobody reads.
                 await self._play_round(self._next_round(None), None)
@@ -220,16 +220,8 @@ class Conversation:
         return self.round + 1
 
     async def _play_round(self, number: int, agent_reply: str | None) -> _Played:
-        """Round ``number``; anything raised leaves the conversation as it was before it."""
-        before = len(self.turns)
-        try:
-            return await self._turns_of_round(number, agent_reply)
-        except BaseException:
-            del self.turns[before:]
-            self.round = self._rounds = number - 1
-            raise
-
-    async def _turns_of_round(self, number: int, agent_reply: str | None) -> _Played:
+        """Round ``number``; anything raised leaves the conversation as it was before it (the
+        agent's turn changes nothing until it is appended)."""
         assert self._user is not None  # checked by _next_round
         try:
             reply = await self._agent_turn(number, agent_reply)
@@ -237,13 +229,20 @@ class Conversation:
             # The agent broke its own output format or limits: its failure, not the arena's.
             self._end(Termination.AGENT_FAILURE, rounds=number - 1, error=f"agent output: {exc}")
             return _Played([], self.termination, error=self.error)
-        agent = await self._append(reply, Role.AGENT, number)
-        said = await take_turn(
-            self._user, self.turns, seed=derive_seed(self.user_seed, "user", number)
-        )
-        user = await self._append(said, Role.USER, number)
-        self.round = self._rounds = number
-        termination, asked = await self._ending(said, number)
+        before = len(self.turns)
+        try:
+            agent = await self._append(reply, Role.AGENT, number)
+            said = await take_turn(
+                self._user, self.turns, seed=derive_seed(self.user_seed, "user", number)
+            )
+            user = await self._append(said, Role.USER, number)
+            self.round = self._rounds = number
+            asked = not said.leave and self.limits.asks_intent(number)
+            termination = await self._detector_ending(number) if asked else self._ending(said)
+        except BaseException:
+            del self.turns[before:]
+            self.round = self._rounds = number - 1
+            raise
         if termination is not None:
             self._end(termination, rounds=number)
         return _Played([agent, user], termination, intent_asked=asked)
@@ -256,22 +255,22 @@ class Conversation:
             self.cast.agent, self.turns, seed=derive_seed(self.seed, "agent", number)
         )
 
-    async def _ending(self, said: TurnOutput, number: int) -> tuple[Termination | None, bool]:
-        """Why the conversation ends after round ``number`` (None: it goes on), and whether the
-        intent detector was asked."""
+    def _ending(self, said: TurnOutput) -> Termination | None:
+        """Why the conversation ends after the current round when the intent detector is not
+        asked (None: it goes on)."""
         if said.leave:
-            return Termination.USER_LEFT, False
-        if self.limits.asks_intent(number):
-            detector = self.cast.detector
-            if detector is None:  # a config that never asks one has no detector
-                raise RuntimeError("this conversation has no intent detector, yet it was asked")
-            verdict = await take_turn(
-                detector, self.turns, seed=derive_seed(self.user_seed, "intent", number)
-            )
-            return (Termination.NATURAL_END if verdict.leave else None), True
-        if number >= self.limits.max_rounds:
-            return Termination.MAX_ROUNDS, False
-        return None, False
+            return Termination.USER_LEFT
+        return Termination.MAX_ROUNDS if self.round >= self.limits.max_rounds else None
+
+    async def _detector_ending(self, number: int) -> Termination | None:
+        """The intent detector's verdict after round ``number``: ``NATURAL_END`` or None."""
+        detector = self.cast.detector
+        if detector is None:  # a config that never asks one has no detector
+            raise RuntimeError("this conversation has no intent detector, yet it was asked")
+        verdict = await take_turn(
+            detector, self.turns, seed=derive_seed(self.user_seed, "intent", number)
+        )
+        return Termination.NATURAL_END if verdict.leave else None
 
     def _end(self, termination: Termination, *, rounds: int, error: str | None = None) -> None:
         self.termination = termination
