@@ -24,6 +24,7 @@ from cogwm.schema import (
     register_emotion,
     valence,
 )
+from cogwm.schema.transcript import SeedSeries, derive_seed
 
 
 def test_emotion_label_must_be_in_lexicon() -> None:
@@ -153,3 +154,14 @@ def test_structured_schema_follows_a_lexicon_extension(monkeypatch: pytest.Monke
     assert "calm" not in before
     register_emotion("calm", 0.5)
     assert "calm" in schema_for(Emotion)["properties"]["label"]["enum"]
+
+
+def test_a_seed_series_gives_derive_seeds_numbers() -> None:
+    # Catches: a series whose prefix is hashed differently from derive_seed's text (a missing
+    # separator, another encoding), which would change every seeded conversation.
+    for prefix in [(7, "agent"), (2**31 - 1, "user"), ("ESC", "sc-é", "user", 2), (0,)]:
+        series = SeedSeries(*prefix)
+        for part in [1, 3, 20, "judge", "ü"]:
+            assert series(part) == derive_seed(*prefix, part)
+    with pytest.raises(ValueError, match="needs a prefix"):
+        SeedSeries()

@@ -21,7 +21,7 @@ from cogwm.arena.opening import Opening, cold_start_turns
 from cogwm.arena.protocol import AgentFailure, Participant, take_turn
 from cogwm.arena.scenarios import COLD_START_ROUNDS
 from cogwm.arena.termination import Phase, Termination
-from cogwm.arena.transcript import ArenaTurn, TurnOutput, derive_seed
+from cogwm.arena.transcript import ArenaTurn, SeedSeries, TurnOutput, derive_seed
 from cogwm.errors import InputError
 from cogwm.models.types import ModelCallError, StructuredOutputError
 from cogwm.schema import Record, Role
@@ -116,6 +116,9 @@ class Conversation:
         self.limits = limits
         self.seed = seed
         self.user_seed = seed if user_seed is None else user_seed
+        # Every round's agent and user seeds share a prefix: hashed once per conversation.
+        self._agent_seeds = SeedSeries(self.seed, "agent")
+        self._user_seeds = SeedSeries(self.user_seed, "user")
         self.sink = sink
         self.turns: list[ArenaTurn] = []
         self.round = 0
@@ -173,10 +176,11 @@ class Conversation:
         """Play the whole conversation with the cast's own agent; a model call that fails for
         good ends it with ``ERROR`` (the turns stored up to it are kept)."""
         await self.start(opening)
+        self._next_round(None)  # its checks once: nothing in the loop changes what they check
         while self.termination is None:  # ``finished``, without a property call per round
             try:
                 # The rounds of ``step`` without their RoundResult records, which nobody reads.
-                await self._play_round(self._next_round(None), None)
+                await self._play_round(self.round + 1, None)
             except ModelCallError as exc:
                 self._end(Termination.ERROR, rounds=self.round + 1, error=str(exc))
         return self.result()
@@ -232,9 +236,7 @@ class Conversation:
         before = len(self.turns)
         try:
             agent = await self._append(reply, Role.AGENT, number)
-            said = await take_turn(
-                self._user, self.turns, seed=derive_seed(self.user_seed, "user", number)
-            )
+            said = await take_turn(self._user, self.turns, seed=self._user_seeds(number))
             user = await self._append(said, Role.USER, number)
             self.round = self._rounds = number
             asked = not said.leave and self.limits.asks_intent(number)
@@ -251,9 +253,7 @@ class Conversation:
         if agent_reply is not None:
             return TurnOutput(text=agent_reply.strip())
         assert self.cast.agent is not None  # checked by _next_round
-        return await take_turn(
-            self.cast.agent, self.turns, seed=derive_seed(self.seed, "agent", number)
-        )
+        return await take_turn(self.cast.agent, self.turns, seed=self._agent_seeds(number))
 
     def _ending(self, said: TurnOutput) -> Termination | None:
         """Why the conversation ends after the current round when the intent detector is not
