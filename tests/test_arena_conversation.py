@@ -150,6 +150,25 @@ def test_the_user_leaving_ends_the_conversation() -> None:
     assert conversation.result().rounds == 4
 
 
+def test_a_user_who_leaves_is_not_followed_by_the_detector() -> None:
+    # Catches: the intent detector asked after a round in which the user left (its "not ended"
+    # would keep the conversation going without the user).
+    script = register(Script(leave_at=2))
+    try:
+        conversation, opening = _conversation(_config(max_rounds=10, intent_from_round=3))
+
+        async def go() -> list[RoundResult]:
+            await conversation.start(opening)
+            return [await conversation.step(), await conversation.step()]
+
+        stayed, left = asyncio.run(go())
+    finally:
+        unregister_fake(FAKE_NAME)
+    assert (stayed.termination, stayed.intent_asked) == (None, True)
+    assert (left.termination, left.intent_asked) == (Termination.USER_LEFT, False)
+    assert script.calls["intent"] == 1 and conversation.result().rounds == 4
+
+
 def test_the_detectors_verdict_ends_the_conversation_naturally() -> None:
     script = register(Script(detector_ends=True))
     try:
@@ -193,6 +212,9 @@ def test_run_ends_in_error_when_a_call_fails_for_good() -> None:
         unregister_fake(FAKE_NAME)
     assert outcome.termination is Termination.ERROR and outcome.rounds == 3
     assert outcome.error and "500" in outcome.error
+    # The user's call failed after the agent had spoken: the failed round is rolled back, as a
+    # failed step leaves it (catches run() playing rounds without step's rollback).
+    assert len(outcome.turns) == len(opening.scenario.opening) and conversation.round == 2
 
 
 def test_the_same_transcript_as_the_runners_whoever_gives_the_agents_replies(

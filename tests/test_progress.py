@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
+import pytest
 from rich.console import Console
 
+from cogwm.arena import progress as arena_progress
 from cogwm.arena.progress import RunProgress
 from cogwm.models.types import CallRecord
 from cogwm.progress import ProgressBar
@@ -89,4 +92,66 @@ def test_run_progress_counts_and_reports_through_the_bar() -> None:
     assert (progress.ended, progress.failed, progress.failed_calls, progress.tokens) == (2, 1, 1, 5)
     assert out.getvalue().splitlines() == [
         "conversations · 2/2 · 5 tok · $0.0000 · 1 calls · 1 failed"
+    ]
+
+
+def _record() -> CallRecord:
+    return CallRecord(
+        call_id="c",
+        model="fake:x",
+        endpoint=None,
+        started_at=0.0,
+        latency_s=0.1,
+        prompt_tokens=3,
+        completion_tokens=2,
+        cached=False,
+        ok=True,
+    )
+
+
+class _Updates:
+    """Counts a bar's updates, and those that change its totals text."""
+
+    def __init__(self, bar: ProgressBar) -> None:
+        self.bar_update, self.calls, self.texts = bar.update, 0, 0
+
+    def __call__(self, **changes: Any) -> None:
+        self.calls += 1
+        self.texts += changes.get("info") is not None
+        self.bar_update(**changes)
+
+
+def test_run_progress_off_counts_without_touching_its_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Catches: a run without progress still updating a bar (formatting its totals) on every call.
+    with RunProgress(3, enabled=False) as progress:
+        updates = _Updates(progress._bar)
+        monkeypatch.setattr(progress._bar, "update", updates)
+        for _ in range(20):
+            progress.on_call(_record())
+        progress.on_conversation(failed=True)
+    assert (progress.calls, progress.ended, progress.failed, progress.tokens) == (20, 1, 1, 100)
+    assert updates.calls == 0
+
+
+def test_run_progress_updates_its_totals_at_most_every_refresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Catches: the totals text redrawn on every call (more often than rich draws the bar), and
+    # a throttle that drops the conversation count or the last totals.
+    now = [100.0]
+    monkeypatch.setattr(arena_progress, "monotonic", lambda: now[0])
+    console, out = _console(terminal=False)
+    with RunProgress(2, console=console) as progress:
+        updates = _Updates(progress._bar)
+        monkeypatch.setattr(progress._bar, "update", updates)
+        for _ in range(50):
+            progress.on_call(_record())
+        progress.on_conversation(failed=False)
+        assert (updates.calls, updates.texts) == (2, 1)  # the first call's totals, one advance
+        now[0] += 1.0  # past REFRESH_S: the next call shows the totals again
+        progress.on_call(_record())
+        progress.on_conversation(failed=True)
+        assert (updates.calls, updates.texts) == (4, 2)
+    assert out.getvalue().splitlines() == [
+        "conversations · 2/2 · 255 tok · $0.0000 · 51 calls · 1 failed"
     ]

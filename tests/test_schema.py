@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from contextvars import ContextVar
 
 import pytest
@@ -22,6 +24,7 @@ from cogwm.schema import (
     register_emotion,
     valence,
 )
+from cogwm.schema.transcript import SeedSeries, derive_seed
 
 
 def test_emotion_label_must_be_in_lexicon() -> None:
@@ -47,6 +50,30 @@ def test_lexicon_extension_keeps_one_value_per_label(monkeypatch: pytest.MonkeyP
     assert Emotion(label="neutral", intensity=1).valence == 0.0
     with pytest.raises(ValueError, match="already has valence"):
         register_emotion("hope", 1.0)
+
+
+def test_an_emotion_keeps_its_valence_in_copies_and_nowhere_else() -> None:
+    # Catches: the valence looked up again outside the lexicon it was read under (a lazy or
+    # dropped cache, or one that copies, pickles or a containing state lose), and the kept value
+    # leaking into dumps, schemas, reprs or equality as if it were a field.
+    with lexicon.using_lexicon(lexicon.DEFAULT_LEXICON.extended({"boredom": -1.0})):
+        bored = Emotion(label="boredom", intensity=2)
+        state = CognitiveState.model_validate({"emotion": {"label": "boredom", "intensity": 1}})
+    assert not lexicon.is_known("boredom")
+    copies = [
+        bored.model_copy(),
+        bored.model_copy(update={"intensity": 3}),
+        copy.deepcopy(bored),
+        pickle.loads(pickle.dumps(bored)),
+    ]
+    assert [c.valence for c in [bored, *copies]] == [-1.0] * 5
+    assert state.emotion is not None and state.emotion.valence == -1.0
+    assert state.model_copy(deep=True).emotion == state.emotion
+    assert bored.model_dump() == {"label": "boredom", "intensity": 2, "evidence": ""}
+    assert "valence" not in bored.model_dump_json() and "valence" not in repr(bored)
+    assert "valence" not in Emotion.model_json_schema()["properties"]
+    hope = Emotion(label="hope", intensity=2)
+    assert hope == Emotion.model_validate_json(hope.model_dump_json()) and hope.valence == 2.0
 
 
 def test_records_reject_unknown_fields_and_coercion() -> None:
@@ -127,3 +154,14 @@ def test_structured_schema_follows_a_lexicon_extension(monkeypatch: pytest.Monke
     assert "calm" not in before
     register_emotion("calm", 0.5)
     assert "calm" in schema_for(Emotion)["properties"]["label"]["enum"]
+
+
+def test_a_seed_series_gives_derive_seeds_numbers() -> None:
+    # Catches: a series whose prefix is hashed differently from derive_seed's text (a missing
+    # separator, another encoding), which would change every seeded conversation.
+    for prefix in [(7, "agent"), (2**31 - 1, "user"), ("ESC", "sc-é", "user", 2), (0,)]:
+        series = SeedSeries(*prefix)
+        for part in [1, 3, 20, "judge", "ü"]:
+            assert series(part) == derive_seed(*prefix, part)
+    with pytest.raises(ValueError, match="needs a prefix"):
+        SeedSeries()

@@ -516,7 +516,13 @@ class ArenaConfig(_Section):
     @property
     def catalog(self) -> TaskCatalog:
         """The built-in tasks plus the tasks this config read from files (by their names)."""
-        return self._catalog
+        # From pydantic's private-attribute dict (always set: the attribute has a default):
+        # ``self._catalog`` goes through BaseModel.__getattr__, some 30 times slower, and the
+        # plan reads this for every unit.
+        private = self.__pydantic_private__
+        assert private is not None
+        catalog: TaskCatalog = private["_catalog"]
+        return catalog
 
     @model_validator(mode="wrap")
     @classmethod

@@ -12,7 +12,7 @@ agent from outside (``step(text)``) and read what the round did.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from pydantic import Field
 
@@ -21,7 +21,7 @@ from cogwm.arena.opening import Opening, cold_start_turns
 from cogwm.arena.protocol import AgentFailure, Participant, take_turn
 from cogwm.arena.scenarios import COLD_START_ROUNDS
 from cogwm.arena.termination import Phase, Termination
-from cogwm.arena.transcript import ArenaTurn, TurnOutput, derive_seed
+from cogwm.arena.transcript import ArenaTurn, SeedSeries, TurnOutput, derive_seed
 from cogwm.errors import InputError
 from cogwm.models.types import ModelCallError, StructuredOutputError
 from cogwm.schema import Record, Role
@@ -80,6 +80,15 @@ class RoundResult(Record):
         return self.termination is Termination.MAX_ROUNDS
 
 
+class _Played(NamedTuple):
+    """What one round did: the fields of its ``RoundResult`` (a plain tuple, made every round)."""
+
+    turns: list[ArenaTurn]
+    termination: Termination | None
+    intent_asked: bool = False
+    error: str | None = None
+
+
 class Conversation:
     """One conversation of a cast, stepped round by round.
 
@@ -107,6 +116,9 @@ class Conversation:
         self.limits = limits
         self.seed = seed
         self.user_seed = seed if user_seed is None else user_seed
+        # Every round's agent and user seeds share a prefix: hashed once per conversation.
+        self._agent_seeds = SeedSeries(self.seed, "agent")
+        self._user_seeds = SeedSeries(self.user_seed, "user")
         self.sink = sink
         self.turns: list[ArenaTurn] = []
         self.round = 0
@@ -151,21 +163,24 @@ class Conversation:
             ModelCallError: A model call failed for good.
         """
         number = self._next_round(agent_reply)
-        before = len(self.turns)
-        try:
-            return await self._play_round(number, agent_reply)
-        except BaseException:
-            del self.turns[before:]
-            self.round = self._rounds = number - 1
-            raise
+        played = await self._play_round(number, agent_reply)
+        return RoundResult(
+            round=number,
+            turns=played.turns,
+            termination=played.termination,
+            intent_asked=played.intent_asked,
+            error=played.error,
+        )
 
     async def run(self, opening: Opening) -> Outcome:
         """Play the whole conversation with the cast's own agent; a model call that fails for
         good ends it with ``ERROR`` (the turns stored up to it are kept)."""
         await self.start(opening)
-        while not self.finished:
+        self._next_round(None)  # its checks once: nothing in the loop changes what they check
+        while self.termination is None:  # ``finished``, without a property call per round
             try:
-                await self.step()
+                # The rounds of ``step`` without their RoundResult records, which nobody reads.
+                await self._play_round(self.round + 1, None)
             except ModelCallError as exc:
                 self._end(Termination.ERROR, rounds=self.round + 1, error=str(exc))
         return self.result()
@@ -208,53 +223,54 @@ class Conversation:
             raise InputError("the agent's reply is empty")
         return self.round + 1
 
-    async def _play_round(self, number: int, agent_reply: str | None) -> RoundResult:
+    async def _play_round(self, number: int, agent_reply: str | None) -> _Played:
+        """Round ``number``; anything raised leaves the conversation as it was before it (the
+        agent's turn changes nothing until it is appended)."""
         assert self._user is not None  # checked by _next_round
         try:
             reply = await self._agent_turn(number, agent_reply)
         except (StructuredOutputError, AgentFailure) as exc:
             # The agent broke its own output format or limits: its failure, not the arena's.
             self._end(Termination.AGENT_FAILURE, rounds=number - 1, error=f"agent output: {exc}")
-            return RoundResult(
-                round=number, turns=[], termination=self.termination, error=self.error
-            )
-        agent = await self._append(reply, Role.AGENT, number)
-        said = await take_turn(
-            self._user, self.turns, seed=derive_seed(self.user_seed, "user", number)
-        )
-        user = await self._append(said, Role.USER, number)
-        self.round = self._rounds = number
-        termination, asked = await self._ending(said, number)
+            return _Played([], self.termination, error=self.error)
+        before = len(self.turns)
+        try:
+            agent = await self._append(reply, Role.AGENT, number)
+            said = await take_turn(self._user, self.turns, seed=self._user_seeds(number))
+            user = await self._append(said, Role.USER, number)
+            self.round = self._rounds = number
+            asked = not said.leave and self.limits.asks_intent(number)
+            termination = await self._detector_ending(number) if asked else self._ending(said)
+        except BaseException:
+            del self.turns[before:]
+            self.round = self._rounds = number - 1
+            raise
         if termination is not None:
             self._end(termination, rounds=number)
-        return RoundResult(
-            round=number, turns=[agent, user], termination=termination, intent_asked=asked
-        )
+        return _Played([agent, user], termination, intent_asked=asked)
 
     async def _agent_turn(self, number: int, agent_reply: str | None) -> TurnOutput:
         if agent_reply is not None:
             return TurnOutput(text=agent_reply.strip())
         assert self.cast.agent is not None  # checked by _next_round
-        return await take_turn(
-            self.cast.agent, self.turns, seed=derive_seed(self.seed, "agent", number)
-        )
+        return await take_turn(self.cast.agent, self.turns, seed=self._agent_seeds(number))
 
-    async def _ending(self, said: TurnOutput, number: int) -> tuple[Termination | None, bool]:
-        """Why the conversation ends after round ``number`` (None: it goes on), and whether the
-        intent detector was asked."""
+    def _ending(self, said: TurnOutput) -> Termination | None:
+        """Why the conversation ends after the current round when the intent detector is not
+        asked (None: it goes on)."""
         if said.leave:
-            return Termination.USER_LEFT, False
-        if self.limits.asks_intent(number):
-            detector = self.cast.detector
-            if detector is None:  # a config that never asks one has no detector
-                raise RuntimeError("this conversation has no intent detector, yet it was asked")
-            verdict = await take_turn(
-                detector, self.turns, seed=derive_seed(self.user_seed, "intent", number)
-            )
-            return (Termination.NATURAL_END if verdict.leave else None), True
-        if number >= self.limits.max_rounds:
-            return Termination.MAX_ROUNDS, False
-        return None, False
+            return Termination.USER_LEFT
+        return Termination.MAX_ROUNDS if self.round >= self.limits.max_rounds else None
+
+    async def _detector_ending(self, number: int) -> Termination | None:
+        """The intent detector's verdict after round ``number``: ``NATURAL_END`` or None."""
+        detector = self.cast.detector
+        if detector is None:  # a config that never asks one has no detector
+            raise RuntimeError("this conversation has no intent detector, yet it was asked")
+        verdict = await take_turn(
+            detector, self.turns, seed=derive_seed(self.user_seed, "intent", number)
+        )
+        return Termination.NATURAL_END if verdict.leave else None
 
     def _end(self, termination: Termination, *, rounds: int, error: str | None = None) -> None:
         self.termination = termination

@@ -25,7 +25,7 @@ from cogwm.arena.budget import Budget
 from cogwm.arena.cast import Cast, Roles
 from cogwm.arena.collector import steady_collector
 from cogwm.arena.config import ArenaConfig, ModelConfig, ServedModels, config_hash, stored_config
-from cogwm.arena.conversation import Conversation, Limits
+from cogwm.arena.conversation import Conversation, Limits, Outcome
 from cogwm.arena.digests import Digests, ask_served_models
 from cogwm.arena.opening import Opening
 from cogwm.arena.progress import RunProgress
@@ -216,8 +216,7 @@ class ArenaRunner:
                 return await self._fail(conversation_id, None, failure_reason(exc))
 
     async def _play(self, unit: Unit, task: TaskSpec, conversation_id: int) -> bool:
-        conversation = await self._converse(unit, task, conversation_id)
-        outcome = conversation.result()
+        conversation, outcome = await self._converse(unit, task, conversation_id)
         if outcome.termination is Termination.ERROR:
             return await self._fail(conversation_id, outcome.rounds, outcome.error)
         # GoodOutcome from the judge; undefined (not asked) when the config switches it off.
@@ -244,8 +243,11 @@ class ArenaRunner:
         self.progress.on_conversation(failed=False)
         return True
 
-    async def _converse(self, unit: Unit, task: TaskSpec, conversation_id: int) -> Conversation:
-        """Play ``unit``'s conversation to its end, its turns committed as they happen."""
+    async def _converse(
+        self, unit: Unit, task: TaskSpec, conversation_id: int
+    ) -> tuple[Conversation, Outcome]:
+        """Play ``unit``'s conversation to its end, its turns committed as they happen; the
+        conversation and how it ended."""
         # Shielded: a cancelled conversation must not cancel a preparation others share.
         prep = await asyncio.shield(self.prep(task, unit.scenario))
         source = prep.profile.source
@@ -267,9 +269,9 @@ class ArenaRunner:
             user_seed=user_seed,
             sink=sink,
         )
-        await conversation.run(opening)
+        outcome = await conversation.run(opening)
         await sink.settle()
-        return conversation
+        return conversation, outcome
 
     async def _fail(self, conversation_id: int, rounds: int | None, error: str | None) -> bool:
         await self.writer.submit(

@@ -43,17 +43,19 @@ class Lexicon:
     Immutable and hashable (it keys caches of JSON schemas); ``extended`` returns a new one.
     """
 
-    __slots__ = ("_extra", "_key")
+    __slots__ = ("_extra", "_hash", "_key")
 
     def __init__(self, extra: Mapping[str, float] | None = None) -> None:
         self._extra: Mapping[str, float] = MappingProxyType(dict(extra or {}))
         self._key = tuple(sorted(self._extra.items()))
+        # Hashed once (immutable): every structured model call looks its schema up by lexicon.
+        self._hash = hash(self._key)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Lexicon) and self._key == other._key
 
     def __hash__(self) -> int:
-        return hash(self._key)
+        return self._hash
 
     def __repr__(self) -> str:
         return f"Lexicon(extra={dict(self._extra)!r})"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from cogwm.schema.base import Record
 from cogwm.schema.lexicon import is_known, valence, valence_table
@@ -50,13 +51,16 @@ class Emotion(Record):
     )
     intensity: int = Field(ge=1, le=3, description="1 weak, 2 moderate, 3 strong.")
     evidence: str = Field(default="", description="A quote from the utterance that grounds it.")
-    #: The label's valence in the lexicon in force when the record was made: kept with it, so
-    #: that an emotion read under a run's lexicon keeps its number wherever it is used.
-    _valence: float | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _keep_valence(self) -> Emotion:
-        self._valence = valence(self.label)
+        # The label's valence in the lexicon in force when the record is made, kept with it so
+        # that an emotion read under a run's lexicon keeps its number wherever it is used. It is
+        # the cached value of ``valence`` (a plain attribute read on every state of every
+        # trajectory metric; a pydantic private attribute costs a slow ``__getattr__`` on each
+        # read and its set-up on each record). Not a field: never validated, dumped or shown;
+        # equality still compares fields only, and copies and pickles carry it.
+        self.__dict__["valence"] = valence(self.label)
         return self
 
     @field_validator("label")
@@ -68,10 +72,11 @@ class Emotion(Record):
             raise ValueError(f"emotion {value!r} is not in the lexicon (allowed: {known})")
         return label
 
-    @property
+    @functools.cached_property
     def valence(self) -> float:
-        """Valence of the label (``E_val``)."""
-        return valence(self.label) if self._valence is None else self._valence
+        """Valence of the label (``E_val``), in the lexicon in force when the record was made."""
+        # Computed here only for a record made without validation (``model_construct``).
+        return valence(self.label)
 
     @property
     def quantified(self) -> float:

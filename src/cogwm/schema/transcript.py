@@ -58,4 +58,33 @@ def derive_seed(*parts: object) -> int:
     Derived by hashing, so a unit's seed depends on what it is and never on scheduling order.
     """
     text = "\x1f".join(map(str, parts))
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+    return _seed_of(hashlib.sha256(text.encode("utf-8")))
+
+
+class SeedSeries:
+    """``derive_seed(*prefix, part)`` for one ``prefix`` and any last part, the same numbers.
+
+    A conversation derives a seed for every round from the same prefix (its seed and the role);
+    the hash of the prefix is computed once and copied for each round.
+
+    Raises:
+        ValueError: ``prefix`` is empty.
+    """
+
+    __slots__ = ("_prefix",)
+
+    def __init__(self, *prefix: object) -> None:
+        if not prefix:
+            raise ValueError("a seed series needs a prefix")
+        # The separator follows the prefix, as it precedes the last part in derive_seed's text.
+        self._prefix = hashlib.sha256(("\x1f".join(map(str, prefix)) + "\x1f").encode("utf-8"))
+
+    def __call__(self, part: object) -> int:
+        """``derive_seed(*prefix, part)``."""
+        state = self._prefix.copy()
+        state.update(str(part).encode("utf-8"))
+        return _seed_of(state)
+
+
+def _seed_of(state: hashlib._Hash) -> int:
+    return int.from_bytes(state.digest()[:4], "big") & 0x7FFFFFFF
