@@ -4,32 +4,43 @@ Every figure comes from one run, with an empty reply cache (a temporary cache fo
 requests: a small arena run (scripted agents, the shipped world model ``llamacpp:smollm2-wm`` as
 the simulated user) records the simulator's requests first, then they are replayed.
 
-1. Generated tokens per second of the one-at-a-time path (today's default) and of the batched
-   engine at 1, 4, 8 and 16 requests in flight, with and without the JSON grammar; each ratio
-   is against the one-at-a-time path with the same grammar setting. Beside each figure: how
-   many replies are byte-identical to the one-at-a-time path's, and to the first batched
-   figure's (a batched reply must not depend on how many requests were in flight).
-2. The grammar sampler's CPU time per token, llama-cpp-python's full chain against the batched
+1. Where the batched engine's decode thread spends its time at ``--profile-inflight`` requests
+   in flight without the grammar: prompt evaluation, step decodes (with the rows and decode
+   calls per step), sampling, the reply's bookkeeping (detokenizing, stop strings), other
+   Python of a step, and waiting; and how many prompt tokens came from kept caches.
+2. Generated tokens per second of the one-at-a-time path (today's default) and of the batched
+   engine at 1, 4, 8 and 16 requests in flight, with and without the JSON grammar, with prompt
+   reuse and without it (the reuse gain is the ratio of the two); each ratio is against the
+   one-at-a-time path with the same grammar setting. Beside each figure: how many replies are
+   byte-identical to the one-at-a-time path's, and to the first batched figure's (a batched
+   reply must not depend on how many requests were in flight), and the prompt tokens reused.
+3. The grammar sampler's CPU time per token, llama-cpp-python's full chain against the batched
    engine's (grammar on the best tokens only), on the same real logits.
-3. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
-   (the batched engine with every usable core). Prompt reuse is not implemented (a prompt
-   evaluated in two calls gets other logits than in one on this llama.cpp build).
-4. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
+4. Batching's own gain, at equal threads (1 thread both), apart from the gain of more threads
+   (the batched engine with every usable core).
+5. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
    Python per token), and the one-at-a-time path's ratio to it.
-5. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
+6. Equivalence: of ``--equivalence`` real requests (JSON grammar, the adapter; the recorded
+   ones, then again with other seeds), how many the batched engine (8 in flight, prompt reuse)
+   answers byte for byte as the one-at-a-time path; for each that differs, the first differing
+   token and the gap between the two best logits there (below 0.1: a near-tie).
+7. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
    ``--card-items`` items per set, with ``COGWM_LLAMA_ENGINE=single`` and ``=batched``. Slow.
 
 Wall-clock figures mean something only on an otherwise idle machine.
 
 Usage: python bench/bench_embedded.py [--requests 16] [--levels 1,4,8,16] [--rounds 4]
-       [--threads 1,all] [--end-to-end] [--card-items 100]
+       [--threads 1,all] [--equivalence 50] [--end-to-end] [--card-items 100]
 Smoke: python bench/bench_embedded.py --requests 4 --levels 4 --rounds 3 --dialogues 1 --threads 1
+       --equivalence 8
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import itertools
 import os
 import subprocess
 import sys
@@ -46,6 +57,7 @@ from cogwm.models.llamacpp_batch import (
     ENGINE_ENV,
     BatchEngine,
     ConstrainedSampler,
+    PromptCounts,
     _chain,
     usable_cores,
 )
@@ -133,10 +145,13 @@ async def _throughput(
 
 def tokens_per_second(
     options: dict[str, Any], requests: list[BackendRequest], inflight: int
-) -> tuple[float, list[str]]:
-    """Generated tokens per second of a fresh ``smollm2-wm`` backend, and its replies."""
+) -> tuple[float, list[str], PromptCounts | None]:
+    """Generated tokens per second of a fresh ``smollm2-wm`` backend, its replies, and the
+    batched engine's prompt tokens reused and evaluated (None one at a time)."""
     backend = make_llamacpp("smollm2-wm", options)
-    return asyncio.run(_throughput(backend, requests, inflight))
+    rate, replies = asyncio.run(_throughput(backend, requests, inflight))
+    engine = backend._batch_engine
+    return rate, replies, engine.counts if engine is not None else None
 
 
 def raw_decode_rate(steps: int = 32) -> float:
@@ -156,33 +171,47 @@ def raw_decode_rate(steps: int = 32) -> float:
 
 
 def throughput_table(requests: list[BackendRequest], levels: list[int], threads: list[int]) -> None:
-    """The tokens-per-second table: one at a time, then batched per level and thread count."""
+    """The tokens-per-second table: one at a time, then batched per level and thread count,
+    with prompt reuse and without."""
     print(
-        f"{'grammar':8} {'path':28} {'in flight':>9} {'tok/s':>8} {'ratio':>6} "
-        f"{'same as single':>15} {'same as batched':>16}"
+        f"{'grammar':8} {'path':34} {'in flight':>9} {'tok/s':>8} {'ratio':>6} "
+        f"{'same as single':>15} {'same as batched':>16} {'prompt reused':>14}"
     )
     for grammar in (True, False):
         batch = requests if grammar else without_grammar(requests)
         label = "json" if grammar else "none"
-        single, expected = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
-        print(f"{label:8} {'one at a time, 1 thread':28} {1:>9} {single:>8.1f} {1.0:>6.2f}")
+        single, expected, _ = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
+        print(f"{label:8} {'one at a time, 1 thread':34} {1:>9} {single:>8.1f} {1.0:>6.2f}")
         first: list[str] | None = None
-        for level in levels:
-            for count in threads:
-                options = {"engine": "batched", "parallel": level, "n_threads": count}
-                rate, replies = tokens_per_second(options, batch, level)
-                first = first or replies
-                path = f"batched, {count} thread{'s' if count > 1 else ''}"
-                print(
-                    f"{label:8} {path:28} {level:>9} {rate:>8.1f} {rate / single:>6.2f} "
-                    f"{_same(replies, expected):>15} {_same(replies, first):>16}"
-                )
+        for level, count, reuse in itertools.product(levels, threads, (True, False)):
+            options = {
+                "engine": "batched",
+                "parallel": level,
+                "n_threads": count,
+                "reuse_prefix": reuse,
+            }
+            rate, replies, counts = tokens_per_second(options, batch, level)
+            first = first or replies
+            path = f"batched, {count} thread{'s' if count > 1 else ''}" + (
+                "" if reuse else ", no reuse"
+            )
+            print(
+                f"{label:8} {path:34} {level:>9} {rate:>8.1f} {rate / single:>6.2f} "
+                f"{_same(replies, expected):>15} {_same(replies, first):>16} {_reused(counts):>14}"
+            )
         if grammar:
             raw = raw_decode_rate()
             print(
                 f"raw llama_decode, batch 1, 1 thread: {raw:.1f} tok/s; one-at-a-time path with "
                 f"grammar at {single / raw:.2f} of it"
             )
+
+
+def _reused(counts: PromptCounts | None) -> str:
+    """The share of prompt tokens taken from kept caches."""
+    if counts is None or not counts.reused + counts.evaluated:
+        return "-"
+    return f"{counts.reused / (counts.reused + counts.evaluated):.0%}"
 
 
 def _same(replies: list[str], reference: list[str]) -> str:
@@ -228,6 +257,139 @@ def sampler_cost(request: BackendRequest, steps: int = 60) -> None:
         f"grammar sampler, {done} tokens: full chain {full_ms:.2f} ms CPU/token, best tokens "
         f"only {fast_ms:.2f} ({full_ms / fast_ms:.1f}x less), same tokens"
     )
+
+
+def engine_profile(requests: list[BackendRequest], inflight: int, threads: int) -> None:
+    """Where the batched engine's decode thread spends the wall time of a run (no grammar)."""
+    from llama_cpp import _internals
+
+    backend = make_llamacpp(
+        "smollm2-wm", {"engine": "batched", "parallel": inflight, "n_threads": threads}
+    )
+    engine = backend._engine()
+    spent: collections.Counter[str] = collections.Counter()
+    rows = {"step calls": 0, "step rows": 0, "steps": 0}
+    in_step = [False]
+
+    def timed(name: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - start
+
+        return wrapper
+
+    def decode(items: list[tuple[int, int, int, bool]]) -> None:
+        if in_step[0]:
+            rows["step calls"] += 1
+            rows["step rows"] += len(items)
+        decoding(items)
+
+    def step() -> None:
+        rows["steps"] += 1
+        in_step[0] = True
+        try:
+            stepping()
+        finally:
+            in_step[0] = False
+
+    decoding, stepping = timed("decode", engine._decode), timed("step", engine._step)
+    engine._decode, engine._step = decode, step  # type: ignore[method-assign]
+    engine._prefill = timed("prompt", engine._prefill)  # type: ignore[method-assign]
+    engine._advance = timed("bookkeeping", engine._advance)  # type: ignore[method-assign]
+    samplers = (_internals.LlamaSampler, ConstrainedSampler)
+    originals = [kind.sample for kind in samplers]
+    for kind, original in zip(samplers, originals, strict=True):
+        kind.sample = timed("sampling", original)  # type: ignore[method-assign]
+    try:
+        start = time.perf_counter()
+        asyncio.run(_throughput(backend, without_grammar(requests), inflight))
+        wall = time.perf_counter() - start
+    finally:
+        for kind, original in zip(samplers, originals, strict=True):
+            kind.sample = original  # type: ignore[method-assign]
+        engine.close()
+    _print_profile(wall, spent, rows, engine.counts, inflight, threads)
+
+
+def _print_profile(
+    wall: float,
+    spent: collections.Counter[str],
+    rows: dict[str, int],
+    counts: PromptCounts,
+    inflight: int,
+    threads: int,
+) -> None:
+    step_decode = spent["decode"] - spent["prompt"]
+    parts = {
+        "prompt evaluation": spent["prompt"],
+        "step decodes": step_decode,
+        "sampling": spent["sampling"],
+        "reply bookkeeping": spent["bookkeeping"],
+        "other Python of a step": spent["step"] - step_decode - spent["bookkeeping"],
+        "waiting or admitting": wall - spent["prompt"] - spent["step"],
+    }
+    steps = max(rows["steps"], 1)
+    print(
+        f"engine thread, {inflight} in flight, no grammar, {threads} thread(s), {wall:.1f} s: "
+        + ", ".join(f"{name} {value / wall:.0%}" for name, value in parts.items())
+        + f"; {rows['steps']} steps, {rows['step rows'] / steps:.1f} rows and "
+        f"{rows['step calls'] / steps:.1f} decode calls a step; prompt tokens "
+        f"{counts.evaluated} evaluated, {counts.reused} reused"
+    )
+
+
+def equivalence(requests: list[BackendRequest], count: int, inflight: int = 8) -> None:
+    """How many of ``count`` real requests (JSON grammar, the adapter) the batched engine with
+    prompt reuse answers byte for byte as the one-at-a-time path, and where the others part."""
+    batch = widen(requests, count)
+    single = make_llamacpp("smollm2-wm", {"engine": "single", "n_threads": 1})
+    batched = make_llamacpp(
+        "smollm2-wm", {"engine": "batched", "parallel": inflight, "n_threads": 1}
+    )
+    _, expected = asyncio.run(_throughput(single, batch, 1))
+    _, got = asyncio.run(_throughput(batched, batch, inflight))
+    differing = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
+    prompts = len({tuple(m.content for m in r.messages) for r in batch})
+    print(
+        f"equivalence: {len(batch) - len(differing)}/{len(batch)} replies identical to the "
+        f"one-at-a-time path ({prompts} distinct prompts, JSON grammar, adapter, {inflight} in "
+        f"flight, prompt reuse)"
+    )
+    for index in differing:
+        token, gap = _divergence(single, batched, batch[index], expected[index])
+        verdict = "a near-tie" if gap < 0.1 else "not a near-tie"
+        print(f"  request {index}: parts at token {token}, top-2 logit gap {gap:.3f} ({verdict})")
+
+
+def _divergence(
+    single: LlamaCppBackend, batched: LlamaCppBackend, request: BackendRequest, expected: str
+) -> tuple[int, float]:
+    """The first batched token that is not in the one-at-a-time reply, and the gap between the
+    two best logits there on the one-at-a-time path (its prompt, then the shared tokens one by
+    one, as it decodes them)."""
+    import llama_cpp.llama_cpp as raw
+    import numpy as np
+
+    engine = batched._engine()
+    job = batched.batch_job(engine.llm, request)
+    tokens = asyncio.run(engine.run(job)).tokens
+    wanted = expected.encode("utf-8")
+    shared = 0
+    while shared < len(tokens) and wanted.startswith(
+        engine.llm.detokenize(tokens[: shared + 1], prev_tokens=job.tokens)
+    ):
+        shared += 1
+    llm = single._main()
+    llm.reset()  # type: ignore[no-untyped-call]
+    llm.eval(job.tokens)
+    for token in tokens[:shared]:
+        llm.eval([token])
+    logits = np.ctypeslib.as_array(raw.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+    best, second = np.sort(logits)[-2:][::-1]
+    return shared, float(best - second)
 
 
 #: Runs the ``cogwm`` command line in a fresh interpreter (the package has no ``__main__``).
@@ -276,6 +438,12 @@ def main() -> None:
         "--threads", default="1,all", help="Batched engine threads ('all': every usable core)."
     )
     parser.add_argument("--dialogues", type=int, default=2, help="Scenarios per task.")
+    parser.add_argument(
+        "--profile-inflight", type=int, default=8, help="Requests in flight of the profile."
+    )
+    parser.add_argument(
+        "--equivalence", type=int, default=50, help="Requests of the equivalence check (0: none)."
+    )
     parser.add_argument("--end-to-end", action="store_true", help="Time quickstart and a card.")
     parser.add_argument("--card-items", type=int, default=100)
     args = parser.parse_args()
@@ -292,8 +460,11 @@ def main() -> None:
             {usable_cores() if x == "all" else int(x) for x in args.threads.split(",")}
         )
         levels = [int(x) for x in args.levels.split(",")]
+        engine_profile(widen(recorded, args.requests), args.profile_inflight, threads[0])
         sampler_cost(recorded[0])
         throughput_table(widen(recorded, args.requests), levels, threads)
+        if args.equivalence:
+            equivalence(recorded, args.equivalence)
     if args.end_to_end:
         end_to_end(args.card_items)
 

@@ -19,10 +19,12 @@ from cogwm.models.llamacpp_batch import (
     ENGINE_VERSION,
     BatchEngine,
     ConstrainedSampler,
+    Job,
     _chain,
     _max_tokens,
     _multibyte_fix,
     engine_from_env,
+    reuse_start,
     usable_cores,
 )
 from cogwm.models.types import BackendReply, BackendRequest, Message, Sampling
@@ -105,30 +107,71 @@ def _greedy(requests: list[BackendRequest]) -> list[BackendRequest]:
 @pytest.mark.integration
 @_needs_model
 @pytest.mark.parametrize("sampling", ["seeded", "greedy"])
-def test_a_reply_does_not_depend_on_the_requests_decoded_beside_it(
-    simulator_calls: Recorded, sampling: str, capsys: pytest.CaptureFixture[str]
+def test_with_the_adapter_batched_replies_are_the_one_at_a_time_replies(
+    simulator_calls: Recorded, sampling: str
 ) -> None:
-    """The world model's requests decoded all together and one by one give the same bytes
-    (a lone sequence is decoded beside a placeholder row, so its adapter products take the
-    same kernel as in a full batch). How many equal the one-at-a-time path's is printed: with
-    the adapter they may part at near-ties, which is why batched models have an identity."""
+    """The world model's requests decoded one by one, then all together (their prompts then
+    taken from the kept caches), give the same bytes; seeded, they are the one-at-a-time
+    path's replies (each sequence's step is a decode call of its own, as on that path)."""
     requests = [r for r, _ in simulator_calls]
     if sampling == "greedy":
         requests = _greedy(requests)
     backend = _batched()
     alone = _replies(backend, requests, together=False)
     together = _replies(backend, requests, together=True)
-    for one, many in zip(alone, together, strict=True):
+    assert backend._batch_engine is not None and backend._batch_engine.counts.reused > 0
+    expected = alone if sampling == "greedy" else [e for _, e in simulator_calls]
+    for one, many, first in zip(expected, together, alone, strict=True):
         assert isinstance(json.loads(many.text), dict)
-        assert (many.text, many.usage, many.finish_reason) == (
-            one.text,
-            one.usage,
-            one.finish_reason,
-        )
-    if sampling == "seeded":
-        same = sum(e.text == g.text for (_, e), g in zip(simulator_calls, together, strict=True))
-        with capsys.disabled():
-            print(f"\nbatched vs single (adapter): {same}/{len(together)} replies identical")
+        for got in (many, first):
+            assert (got.text, got.usage, got.finish_reason) == (
+                one.text,
+                one.usage,
+                one.finish_reason,
+            )
+
+
+@pytest.mark.integration
+@_needs_model
+@pytest.mark.parametrize("model", ["smollm2-wm", "smollm2"])
+def test_a_prompt_taken_from_a_kept_cache_gets_the_logits_of_a_fresh_one(model: str) -> None:
+    """A prompt grown a token at a time, then in jumps, each scored in an engine that reuses
+    the kept cache, gets the bits of an engine that evaluates every prompt whole. Chunks of 16
+    tokens put the chunk boundaries inside the prompts: where only one token would be left
+    alone before a boundary, or at the end, one more is evaluated (alone, the adapter's
+    products take another kernel), and a token that was evaluated alone is not kept (the
+    prompt of 56 tokens after the one of 49 reuses 48)."""
+    backend = make_llamacpp(model, {"engine": "single", "n_threads": 1, "n_batch": 16})
+    llm = backend._main()
+    words = b"I lost my job last week and I keep thinking about what my father would say."
+    tokens = llm.tokenize(words * 3, add_bos=True, special=False)
+    reusing, fresh = (
+        BatchEngine(llm, parallel=2, n_ctx=512, threads=1, reuse=reuse) for reuse in (True, False)
+    )
+
+    async def score(engine: BatchEngine, prompt: list[int]) -> Any:
+        return (await engine.run(Job(tokens=prompt, plan=None))).logits
+
+    try:
+        for end in [*range(12, 41), 48, 49, 56, 63, 64, 65, 66, 80]:
+            prompt = tokens[:end]
+            got, expected = (asyncio.run(score(e, prompt)) for e in (reusing, fresh))
+            assert (got == expected).all(), f"prompt of {end} tokens"
+        assert reusing.counts.reused > 10 * reusing.counts.evaluated  # it did reuse
+    finally:
+        reusing.close()
+        fresh.close()
+
+
+def test_reuse_never_leaves_a_token_alone_where_the_whole_prompt_has_company() -> None:
+    assert reuse_start(0, 100, 512) == 0
+    assert reuse_start(300, 800, 512) == 300
+    assert reuse_start(100, 100, 512) == 98  # all kept: the last two are evaluated again
+    assert reuse_start(99, 100, 512) == 98
+    assert reuse_start(511, 800, 512) == 510  # token 511 is the last of the first chunk
+    assert reuse_start(600, 600, 512) == 598
+    assert reuse_start(600, 513, 512) == 512  # token 512 is alone in their chunk too
+    assert reuse_start(513, 514, 512) == 512
 
 
 @pytest.mark.integration

@@ -104,7 +104,8 @@ class LlamaCppOptions(BaseModel):
         default=None,
         description="Keep the KV cache of a prompt prefix shared with the previous call. With a "
         "repetition penalty this changes greedy outputs (the penalty window then depends on the "
-        "previous call), so None reuses only when the call's penalty is 1.0.",
+        "previous call), so None reuses only when the call's penalty is 1.0. The batched engine "
+        "reuses kept prompts unless this is false (its replies do not change).",
     )
     repeat_penalty: float = Field(
         default=1.1, gt=0, description="Used when the call's Sampling leaves it unset."
@@ -342,7 +343,8 @@ class LlamaCppBackend(Backend):
             described["engine"] = (
                 f"batched ({self.options.parallel} sequences, {self.batch_threads()} threads "
                 f"of the {usable_cores()} cores this process may use, one decode at a time "
-                "across the process's models); single for token log-probabilities"
+                "across the process's models, prompts kept for reuse); single for token "
+                "log-probabilities"
             )
         return described
 
@@ -408,27 +410,33 @@ class LlamaCppBackend(Backend):
                     parallel=self.options.parallel,
                     n_ctx=self.options.n_ctx,
                     threads=self.batch_threads(),
+                    reuse=self.options.reuse_prefix is not False,
                 )
                 atexit.register(self._batch_engine.close)
             return self._batch_engine
 
     async def _complete_batched(self, engine: BatchEngine, request: BackendRequest) -> BackendReply:
         """The reply of ``create_chat_completion`` (or of :meth:`_score`), from the engine."""
-        llm = engine.llm
+        job = self.batch_job(engine.llm, request)
+        result = await engine.run(job)
+        if request.candidates:
+            return _scores_reply(engine.llm, request, job.tokens, result.logits)
+        return BackendReply(
+            text=result.text,
+            usage=Usage(prompt_tokens=len(job.tokens), completion_tokens=result.completion_tokens),
+            finish_reason=result.finish_reason,
+        )
+
+    def batch_job(self, llm: Llama, request: BackendRequest) -> Job:
+        """The engine's job for ``request``: its prompt's tokens, formatted by the model's chat
+        template, and its sampling (none for scoring the candidates)."""
         formatted = self._formatter(messages=[m.model_dump() for m in request.messages])
         tokens = llm.tokenize(
             formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
         )
         if request.candidates:
-            result = await engine.run(Job(tokens=tokens, plan=None))
-            return _scores_reply(llm, request, tokens, result.logits)
-        plan = self._plan(request, list(formatted.stop or []))
-        result = await engine.run(Job(tokens=tokens, plan=plan))
-        return BackendReply(
-            text=result.text,
-            usage=Usage(prompt_tokens=len(tokens), completion_tokens=result.completion_tokens),
-            finish_reason=result.finish_reason,
-        )
+            return Job(tokens=tokens, plan=None)
+        return Job(tokens=tokens, plan=self._plan(request, list(formatted.stop or [])))
 
     def _plan(self, request: BackendRequest, template_stops: list[str]) -> SamplingPlan:
         """The request's sampling as ``create_chat_completion`` would apply it."""

@@ -4,21 +4,32 @@ One :class:`BatchEngine` per loaded model (base and adapter) owns a llama.cpp co
 KV-cache stream per sequence (``n_seq_max`` sequences, ``kv_unified`` off: a unified cache puts a
 sequence's cells at other offsets and changes its logits). A single decode thread runs the
 requests in flight: between steps it admits new ones, evaluating each prompt in its own decode
-call, then decodes the next token of every running sequence in one call. Each request keeps its
-own sampler chain (seed, temperature, grammar), stop strings and token limit, built and applied
-as llama-cpp-python's ``create_chat_completion`` builds and applies them.
+calls, then decodes the next token of every running sequence. Each request keeps its own sampler
+chain (seed, temperature, grammar), stop strings and token limit, built and applied as
+llama-cpp-python's ``create_chat_completion`` builds and applies them.
 
-Which replies equal the one-at-a-time path's: for the quantized weights llama.cpp computes a row
-of a batch to the same bits whatever else is in the batch. For the F16 tensors of a LoRA adapter
-it does not: a product with a single column takes another kernel than one with several (the
-one-column kernel rounds the activations to F16 first), and the attention of a step changes with
-which sequences (KV streams) it spans; a logit then moves by up to about 1 a few steps later. So
-every step has one row per sequence of the context, in sequence order: the pending token of each
-running sequence and a placeholder token in each idle one (and in one scratch sequence, so that
-even ``parallel=1`` steps have two rows). Every step then has the same shape, and a request's
-reply no longer depends on what else is in flight or in which sequence it runs. Without an
-adapter the replies are the one-at-a-time path's to the byte; with one they can part from it at
-near-ties, so batched models have their own identity (``~batch2``) and reply-cache entries.
+Prompt reuse: a sequence keeps its KV cache when its request ends, and remembers the prompt
+tokens in it. A new request takes the free sequence whose remembered tokens share the longest
+prefix with its prompt, drops the rest of that cache and evaluates only the new tokens (a
+conversation's next prompt extends its previous one, so most of a prompt is usually there).
+
+Why the replies are the one-at-a-time path's, to the byte: llama.cpp computes each row of a
+decode call to the same bits whatever else is in it, with one exception. In a call where a
+sequence has a single token, the F16 products (a LoRA adapter's) take llama.cpp's one-column
+kernel, which rounds the activations to F16 first; where the call holds several rows of one
+micro-batch, they take the many-column kernel, and a logit moves (by up to about 1 a few tokens
+later). Hence:
+
+* steps: without an adapter all running sequences are decoded in one call (in sequence order);
+  with one, each sequence is decoded in a call of its own, as the one-at-a-time path decodes
+  its tokens;
+* prompts: a prompt is evaluated in chunks on the one-at-a-time path's chunk boundaries
+  (multiples of ``n_batch``), and reuse never leaves a single token to evaluate alone where that
+  path evaluates it among others (it evaluates one more), nor reuses a token that was evaluated
+  alone; every other chunking of a prompt gives the same bits.
+
+Batched models still carry their own identity (``~batch3``), since the equality rests on these
+measured properties of llama.cpp's kernels, not on a guarantee of its.
 
 Threads: the process has one budget, the cores it may run on (``os.sched_getaffinity``). Every
 engine decodes with that many threads, under one process-wide lock, so the engines of a process
@@ -43,14 +54,11 @@ if TYPE_CHECKING:
 
 #: Changes whenever the engine can produce other tokens than before for the same request; it is
 #: part of the model identity of batched models, so that their cached replies stay apart.
-#: (batch2: every step has one row per sequence, so a reply no longer depends on the others.)
-ENGINE_VERSION = "batch2"
+#: (batch3: prompt reuse; with an adapter each sequence's step is a decode call of its own.)
+ENGINE_VERSION = "batch3"
 
 #: ``batched`` decodes the requests in flight together; anything else, one at a time.
 ENGINE_ENV = "COGWM_LLAMA_ENGINE"
-
-#: The token of a placeholder row (any token would do: its logits are never read).
-_PLACEHOLDER_TOKEN = 0
 
 #: One decode (prompt evaluation or step) of any engine at a time: they share the thread budget.
 _DECODE_LOCK = threading.Lock()
@@ -67,9 +75,8 @@ def usable_cores() -> int:
 def engine_from_env() -> str:
     """``batched`` when ``$COGWM_LLAMA_ENGINE`` says so, else ``single``.
 
-    Not the default: with a LoRA adapter the batched steps compute the adapter's products with
-    another llama.cpp kernel than one-at-a-time decoding, so replies can differ from the single
-    path's at near-ties, and a model's identity (and the validity card found by it) with them.
+    Not the default: batched models have an identity of their own (see the module), and a
+    model's identity picks its cached replies and validity card.
     """
     return "batched" if os.environ.get(ENGINE_ENV, "").strip().lower() == "batched" else "single"
 
@@ -99,12 +106,52 @@ class Job:
 
 @dataclass
 class JobResult:
-    """What a finished job produced (``logits``: the next-token logits of a scoring job)."""
+    """What a finished job produced (``logits``: the next-token logits of a scoring job;
+    ``tokens``: the generated tokens)."""
 
     text: str = ""
     completion_tokens: int = 0
     finish_reason: str = "stop"
     logits: Any = None
+    tokens: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PromptCounts:
+    """Prompt tokens an engine took from its kept caches and evaluated, since it started."""
+
+    reused: int = 0
+    evaluated: int = 0
+
+    def add(self, *, reused: int, evaluated: int) -> None:
+        """Count one prompt."""
+        self.reused += reused
+        self.evaluated += evaluated
+
+
+def _common_prefix(kept: list[int], tokens: list[int]) -> int:
+    """How many leading tokens ``kept`` and ``tokens`` share."""
+    for index, (a, b) in enumerate(zip(kept, tokens, strict=False)):
+        if a != b:
+            return index
+    return min(len(kept), len(tokens))
+
+
+def reuse_start(kept: int, n_tokens: int, n_batch: int) -> int:
+    """Where to start evaluating a prompt of ``n_tokens`` whose first ``kept`` are cached.
+
+    At least the last token is evaluated (its logits are needed). Evaluation runs in chunks
+    that end on multiples of ``n_batch``, where the one-at-a-time path's chunks end; a chunk of
+    a single token is computed with other kernels than a longer one, so where the one-at-a-time
+    path's chunk holds more than the token at ``start``, one more token is evaluated rather
+    than that token alone.
+    """
+    start = min(kept, n_tokens - 1)
+    chunk_end = min((start // n_batch + 1) * n_batch, n_tokens)
+    their_chunk = chunk_end - start // n_batch * n_batch
+    if start > 0 and chunk_end - start == 1 and their_chunk > 1:
+        start -= 1
+    return start
 
 
 @dataclass
@@ -123,15 +170,23 @@ class _Running:
 class BatchEngine:
     """Decodes the requests in flight of one model (and adapter) together; see the module."""
 
-    def __init__(self, llm: Llama, *, parallel: int, n_ctx: int, threads: int) -> None:
+    def __init__(
+        self, llm: Llama, *, parallel: int, n_ctx: int, threads: int, reuse: bool = True
+    ) -> None:
         self.llm = llm
         self.parallel = parallel
         self.n_ctx = n_ctx
         self.threads = threads
+        self.reuse = reuse
+        #: With an adapter, each sequence's step is a decode call of its own (see the module).
+        self.steps_apart = getattr(llm, "_lora_adapter", None) is not None
+        self.counts = PromptCounts()
         self._ctx = self._new_context()
         self._batch = self._new_batch()
         self._queue: queue.Queue[Job] = queue.Queue()
         self._free = list(range(parallel))
+        self._cached: list[list[int]] = [[] for _ in range(parallel)]
+        self._last_use = [0] * parallel
         self._running: list[_Running] = []
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="cogwm-llama-batch", daemon=True)
@@ -165,9 +220,8 @@ class BatchEngine:
         # Start from the one-at-a-time instance's parameters (flash attention, cache types,
         # batch sizes), so that a sequence's logits are computed the same way.
         ctypes.pointer(params)[0] = self.llm.context_params
-        # One sequence more than requests: the scratch sequence of placeholder rows.
-        params.n_seq_max = self.parallel + 1
-        params.n_ctx = self.n_ctx * (self.parallel + 1)
+        params.n_seq_max = self.parallel
+        params.n_ctx = self.n_ctx * self.parallel
         params.kv_unified = False
         params.n_threads = self.threads
         params.n_threads_batch = self.threads
@@ -188,8 +242,8 @@ class BatchEngine:
     def _new_batch(self) -> Any:
         import llama_cpp.llama_cpp as raw
 
-        size = max(self.llm.n_batch, self.parallel + 1)
-        batch = raw.llama_batch_init(size, 0, self.parallel + 1)
+        size = max(self.llm.n_batch, self.parallel)
+        batch = raw.llama_batch_init(size, 0, self.parallel)
         if batch is None:
             raise BackendError(FailureKind.SERVER, "cannot allocate a llama.cpp batch")
         return batch
@@ -241,18 +295,15 @@ class BatchEngine:
                 job.future.set_exception(BackendError(FailureKind.SERVER, str(exc)[:300]))
 
     def _start(self, job: Job) -> None:
-        """Evaluate the job's prompt in its own sequence; score it, or sample its first token."""
-        import llama_cpp.llama_cpp as raw
-
+        """Evaluate the job's prompt in a free sequence; score it, or sample its first token."""
         if len(job.tokens) >= self.n_ctx:
             raise BackendError(
                 FailureKind.CLIENT,
                 f"Requested tokens ({len(job.tokens)}) exceed context window of {self.n_ctx}",
             )
-        slot = self._free.pop()
+        slot = self._take_slot(job.tokens)
         try:
-            raw.llama_memory_seq_rm(raw.llama_get_memory(self._ctx.ctx), slot, -1, -1)
-            last = self._prefill(job.tokens, slot)
+            last = self._evaluate_prompt(job.tokens, slot)
             if job.plan is None:
                 job.future.set_result(JobResult(logits=self._logits(last).copy()))
                 self._free.append(slot)
@@ -264,15 +315,45 @@ class BatchEngine:
             raise
         self._running.append(running)
 
-    def _prefill(self, tokens: list[int], slot: int) -> int:
-        """Evaluate ``tokens`` in chunks of ``n_batch`` (as ``Llama.eval`` does); the batch
-        index of the last token, whose logits are kept."""
+    def _take_slot(self, tokens: list[int]) -> int:
+        """The free sequence whose kept prompt shares the longest prefix with ``tokens`` (ties:
+        the one used longest ago, so that recent prompts stay for their conversations)."""
+        best = max(
+            self._free,
+            key=lambda slot: (_common_prefix(self._cached[slot], tokens), -self._last_use[slot]),
+        )
+        self._free.remove(best)
+        self._last_use[best] = max(self._last_use) + 1
+        return best
+
+    def _evaluate_prompt(self, tokens: list[int], slot: int) -> int:
+        """Evaluate what the sequence's cache lacks of ``tokens``; the batch index of the last
+        token's logits. Remembers the tokens a later prompt may reuse."""
+        import llama_cpp.llama_cpp as raw
+
+        kept = _common_prefix(self._cached[slot], tokens) if self.reuse else 0
+        start = reuse_start(kept, len(tokens), self.llm.n_batch)
+        raw.llama_memory_seq_rm(raw.llama_get_memory(self._ctx.ctx), slot, start, -1)
+        self._cached[slot] = tokens[:start]
+        last = self._prefill(tokens, slot, start)
+        self.counts.add(reused=start, evaluated=len(tokens) - start)
+        # A last token evaluated alone (the chunk boundary fell just before it) was computed
+        # as no longer prompt would compute it: it is not kept.
+        self._cached[slot] = tokens[:-1] if last == 0 else tokens
+        return last
+
+    def _prefill(self, tokens: list[int], slot: int, start: int = 0) -> int:
+        """Evaluate ``tokens[start:]`` in chunks that end where ``Llama.eval``'s chunks of
+        ``n_batch`` end; the batch index of the last token, whose logits are kept."""
         step = self.llm.n_batch
         last = 0
-        for start in range(0, len(tokens), step):
-            chunk = tokens[start : start + step]
-            self._decode([(t, start + i, slot, i == len(chunk) - 1) for i, t in enumerate(chunk)])
+        begin = start
+        while begin < len(tokens):
+            end = min((begin // step + 1) * step, len(tokens))
+            chunk = tokens[begin:end]
+            self._decode([(t, begin + i, slot, i == len(chunk) - 1) for i, t in enumerate(chunk)])
             last = len(chunk) - 1
+            begin = end
         return last
 
     def _logits(self, index: int) -> Any:
@@ -283,7 +364,7 @@ class BatchEngine:
         return np.ctypeslib.as_array(pointer, shape=(self.llm.n_vocab(),))
 
     def _step(self) -> None:
-        """Take every running sequence's pending token; decode those that go on, together."""
+        """Take every running sequence's pending token; decode those that go on."""
         going: list[_Running] = []
         for running in list(self._running):
             if running.job.cancelled or self._advance(running):
@@ -292,36 +373,27 @@ class BatchEngine:
                 going.append(running)
         if not going:
             return
+        going.sort(key=lambda r: r.slot)
         try:
-            self._decode(self._step_rows(going))
-            for running in going:
-                running.pending = running.sampler.sample(self._ctx, running.slot)
+            if self.steps_apart:
+                for running in going:
+                    self._decode([self._step_row(running)])
+                    running.pending = running.sampler.sample(self._ctx, 0)
+            else:
+                self._decode([self._step_row(running) for running in going])
+                for index, running in enumerate(going):
+                    running.pending = running.sampler.sample(self._ctx, index)
         except BackendError as exc:
             for running in going:
                 if not running.job.future.done():
                     running.job.future.set_exception(exc)
                 self._finish(running, result=False)
 
-    def _step_rows(self, going: list[_Running]) -> list[tuple[int, int, int, bool]]:
-        """One row per sequence of the context, in sequence order: the pending token of each
-        running one, a placeholder in the others (see the module docstring for why the shape of
-        a step never changes). Row ``i`` is sequence ``i``, so its logits are at index ``i``."""
-        import llama_cpp.llama_cpp as raw
-
-        memory = raw.llama_get_memory(self._ctx.ctx)
-        by_slot = {r.slot: r for r in going}
-        rows: list[tuple[int, int, int, bool]] = []
-        for slot in range(self.parallel + 1):
-            running = by_slot.get(slot)
-            if running is not None:
-                position = len(running.job.tokens) + len(running.completion) - 1
-                rows.append((running.pending, position, slot, True))
-            else:
-                # The placeholder's one cell is cleared each time: an idle sequence never grows
-                # (a job that takes the slot clears it anyway).
-                raw.llama_memory_seq_rm(memory, slot, -1, -1)
-                rows.append((_PLACEHOLDER_TOKEN, 0, slot, True))
-        return rows
+    @staticmethod
+    def _step_row(running: _Running) -> tuple[int, int, int, bool]:
+        """The decode item of a running sequence's pending token."""
+        position = len(running.job.tokens) + len(running.completion) - 1
+        return (running.pending, position, running.slot, True)
 
     def _advance(self, running: _Running) -> bool:
         """Add the pending token to the reply as ``Llama._create_completion`` does; True when
@@ -351,6 +423,7 @@ class BatchEngine:
             text=text.decode("utf-8", errors="ignore"),
             completion_tokens=len(running.completion),
             finish_reason=reason,
+            tokens=list(running.completion),
         )
         if not running.job.future.done():
             running.job.future.set_result(result)
