@@ -11,6 +11,7 @@ import itertools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -155,3 +156,31 @@ def test_report_json_adds_the_figures_after_every_earlier_key(tmp_path: Path) ->
     console = Console(width=250, record=True)
     render(report, console)
     assert "CTS and GoodOutcome" in console.export_text()
+
+
+def test_tau_interval_is_scipy_tau_b_of_each_resample() -> None:
+    # Catches: a resample's tau taken from another resample (the rankings' memo keyed on one
+    # ranking only), means over the wrong items, or resamples drawn otherwise than
+    # cluster_bootstrap draws them.
+    from scipy.stats import kendalltau
+
+    from cogwm.stats.bootstrap import cluster_bootstrap
+
+    rng = np.random.default_rng(3)
+    units = [f"u{u}" for _ in range(12) for u in range(5)]
+    groups = [f"s{s}" for s in range(12) for _ in range(5)]
+    first = rng.standard_normal(len(units))
+    second = (rng.random(len(units)) < 0.5).astype(float)
+    unit_ids = np.array([int(u[1:]) for u in units])
+    settings = Settings(resamples=300, seed=1)
+
+    def direct(idx: np.ndarray) -> float | None:  # type: ignore[type-arg]
+        a = np.bincount(unit_ids[idx], first[idx], 5) / np.bincount(unit_ids[idx], minlength=5)
+        b = np.bincount(unit_ids[idx], second[idx], 5) / np.bincount(unit_ids[idx], minlength=5)
+        if np.all(b == b[0]):
+            return None
+        return float(kendalltau(a, b).statistic)
+
+    found = tau_of_unit_means(units, first.tolist(), second.tolist(), groups, settings)
+    assert found.value == pytest.approx(direct(np.arange(len(units))))
+    assert found.ci == pytest.approx(cluster_bootstrap(direct, groups, settings))

@@ -12,6 +12,7 @@ ranking) is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -56,7 +57,8 @@ class TauEstimate(Estimate):
     units_left_out: int = 0
 
 
-class _UnitItems(NamedTuple):
+@dataclass
+class _UnitItems:
     """Items indexed by unit, with each measure's value and whether it is defined."""
 
     units: IntArray
@@ -65,6 +67,9 @@ class _UnitItems(NamedTuple):
     first_defined: npt.NDArray[np.float64]
     second: npt.NDArray[np.float64]
     second_defined: npt.NDArray[np.float64]
+    #: tau-b by the two rankings (dense ranks as bytes): a few arms give the same pair of
+    #: rankings on many resamples, and scipy's call costs far more than the ranking.
+    known: dict[tuple[bytes, bytes], float | None] = field(default_factory=dict)
 
     def means(self, idx: IntArray) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Each unit's two means over items ``idx`` (NaN where a unit has no defined value)."""
@@ -82,7 +87,12 @@ class _UnitItems(NamedTuple):
         """tau-b of the units' two means over items ``idx``, units with both defined."""
         first, second = self.means(idx)
         both = ~np.isnan(first) & ~np.isnan(second)
-        return kendall_tau_b(first[both], second[both])
+        # tau-b depends on the rankings only (ties included), so equal ranks give equal taus.
+        ranks = tuple(np.unique(v[both], return_inverse=True)[1] for v in (first, second))
+        key = (ranks[0].tobytes(), ranks[1].tobytes())
+        if key not in self.known:
+            self.known[key] = kendall_tau_b(ranks[0], ranks[1])
+        return self.known[key]
 
 
 def _unit_items(
