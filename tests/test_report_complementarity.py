@@ -158,29 +158,38 @@ def test_report_json_adds_the_figures_after_every_earlier_key(tmp_path: Path) ->
     assert "CTS and GoodOutcome" in console.export_text()
 
 
-def test_tau_interval_is_scipy_tau_b_of_each_resample() -> None:
-    # Catches: a resample's tau taken from another resample (the rankings' memo keyed on one
-    # ranking only), means over the wrong items, or resamples drawn otherwise than
-    # cluster_bootstrap draws them.
+@pytest.mark.parametrize("sparse", [False, True])
+def test_tau_interval_is_scipy_tau_b_of_each_resample(sparse: bool) -> None:
+    # Catches: resamples drawn otherwise than cluster_bootstrap draws them, means over the wrong
+    # items, batched taus mapped back to the wrong resamples, and (sparse: one unit judged in
+    # two scenarios only, so that some resamples rank four units) those resamples left out.
     from scipy.stats import kendalltau
 
     from cogwm.stats.bootstrap import cluster_bootstrap
 
     rng = np.random.default_rng(3)
-    units = [f"u{u}" for _ in range(12) for u in range(5)]
+    units = [u for _ in range(12) for u in range(5)]
     groups = [f"s{s}" for s in range(12) for _ in range(5)]
     first = rng.standard_normal(len(units))
     second = (rng.random(len(units)) < 0.5).astype(float)
-    unit_ids = np.array([int(u[1:]) for u in units])
+    pairs = zip(units, groups, strict=True)
+    judged = np.array([not sparse or u != 4 or g in ("s0", "s1") for u, g in pairs])
+    unit_ids = np.array(units)
     settings = Settings(resamples=300, seed=1)
 
     def direct(idx: np.ndarray) -> float | None:  # type: ignore[type-arg]
-        a = np.bincount(unit_ids[idx], first[idx], 5) / np.bincount(unit_ids[idx], minlength=5)
-        b = np.bincount(unit_ids[idx], second[idx], 5) / np.bincount(unit_ids[idx], minlength=5)
+        def means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+            counts = np.bincount(unit_ids[idx], weights[idx], 5)
+            with np.errstate(invalid="ignore"):
+                return np.bincount(unit_ids[idx], (values * weights)[idx], 5) / counts
+
+        a, b = means(first, np.ones_like(first)), means(second, judged.astype(float))
+        a, b = a[~np.isnan(b)], b[~np.isnan(b)]
         if np.all(b == b[0]):
             return None
         return float(kendalltau(a, b).statistic)
 
-    found = tau_of_unit_means(units, first.tolist(), second.tolist(), groups, settings)
+    answers = [float(v) if j else None for v, j in zip(second, judged, strict=True)]
+    found = tau_of_unit_means(units, first.tolist(), answers, groups, settings)
     assert found.value == pytest.approx(direct(np.arange(len(units))))
     assert found.ci == pytest.approx(cluster_bootstrap(direct, groups, settings))

@@ -12,14 +12,14 @@ ranking) is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from cogwm.errors import InputError
-from cogwm.stats.bootstrap import IntArray, Settings, cluster_bootstrap, cluster_estimate
+from cogwm.stats.bootstrap import IntArray, Settings, cluster_estimate, cluster_indices
 from cogwm.stats.estimate import Estimate
 
 #: Fewest units a ranking correlation is reported for: with two, tau is only ever +1 or -1.
@@ -67,9 +67,6 @@ class _UnitItems:
     first_defined: npt.NDArray[np.float64]
     second: npt.NDArray[np.float64]
     second_defined: npt.NDArray[np.float64]
-    #: tau-b by the two rankings (dense ranks as bytes): a few arms give the same pair of
-    #: rankings on many resamples, and scipy's call costs far more than the ranking.
-    known: dict[tuple[bytes, bytes], float | None] = field(default_factory=dict)
 
     def means(self, idx: IntArray) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Each unit's two means over items ``idx`` (NaN where a unit has no defined value)."""
@@ -87,12 +84,19 @@ class _UnitItems:
         """tau-b of the units' two means over items ``idx``, units with both defined."""
         first, second = self.means(idx)
         both = ~np.isnan(first) & ~np.isnan(second)
-        # tau-b depends on the rankings only (ties included), so equal ranks give equal taus.
-        ranks = tuple(np.unique(v[both], return_inverse=True)[1] for v in (first, second))
-        key = (ranks[0].tobytes(), ranks[1].tobytes())
-        if key not in self.known:
-            self.known[key] = kendall_tau_b(ranks[0], ranks[1])
-        return self.known[key]
+        return kendall_tau_b(first[both], second[both])
+
+    def cluster_sums(self, clusters: list[IntArray]) -> list[npt.NDArray[np.float64]]:
+        """Per cluster and unit: the first measure's sum and count, then the second's."""
+        cluster_of = np.empty(len(self.units), dtype=np.intp)
+        for c, members in enumerate(clusters):
+            cluster_of[members] = c
+        found = []
+        for values in (self.first, self.first_defined, self.second, self.second_defined):
+            table = np.zeros((len(clusters), self.unit_count))
+            np.add.at(table, (cluster_of, self.units), values)
+            found.append(table)
+        return found
 
 
 def _unit_items(
@@ -110,6 +114,66 @@ def _unit_items(
     a, a_defined = column(first)
     b, b_defined = column(second)
     return _UnitItems(ids, len(index), a, a_defined, b, b_defined)
+
+
+def _resampled_means(
+    items: _UnitItems, clusters: list[IntArray], settings: Settings
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Each resample's per-unit means of both measures (resamples x units; NaN: undefined),
+    drawing clusters as :func:`cogwm.stats.bootstrap.cluster_bootstrap` draws them."""
+    rng = np.random.default_rng(settings.seed)
+    picks = rng.integers(0, len(clusters), size=(settings.resamples, len(clusters)))
+    drawn = np.zeros((settings.resamples, len(clusters)))
+    np.add.at(drawn, (np.arange(settings.resamples)[:, None], picks), 1.0)
+    first_sum, first_count, second_sum, second_count = items.cluster_sums(clusters)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        first = (drawn @ first_sum) / (drawn @ first_count)
+        second = (drawn @ second_sum) / (drawn @ second_count)
+    return first, second
+
+
+def _batched_taus(
+    first: npt.NDArray[np.float64], second: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """tau-b of each row pair (NaN: undefined), from one scipy call over the distinct pairs of
+    rankings: tau-b depends on the rankings only, and a few units repeat them often."""
+    from scipy.stats import kendalltau, rankdata
+
+    ranks = np.concatenate(
+        [rankdata(first, method="dense", axis=1), rankdata(second, method="dense", axis=1)],
+        axis=1,
+    )
+    distinct, which = np.unique(ranks, axis=0, return_inverse=True)
+    units = first.shape[1]
+    taus = np.asarray(kendalltau(distinct[:, :units], distinct[:, units:], axis=1).statistic)
+    return np.asarray(taus[which.ravel()], dtype=np.float64)
+
+
+def _tau_interval(
+    items: _UnitItems, groups: Sequence[Hashable], settings: Settings
+) -> tuple[float | None, float | None]:
+    """The percentile interval of :meth:`_UnitItems.tau` over resamples of whole clusters:
+    what ``cluster_bootstrap(items.tau, groups, settings)`` gives, every resample at once."""
+    clusters = cluster_indices(groups)
+    if len(clusters) < 2:
+        return None, None
+    first, second = _resampled_means(items, clusters, settings)
+    # A unit never ranked in any resample (no value of one measure at all) is left out of all.
+    ever = ~(np.isnan(first).all(axis=0) | np.isnan(second).all(axis=0))
+    first, second = first[:, ever], second[:, ever]
+    complete = ~(np.isnan(first).any(axis=1) | np.isnan(second).any(axis=1))
+    values = np.full(settings.resamples, np.nan)
+    if complete.any() and first.shape[1] >= MIN_UNITS:
+        values[complete] = _batched_taus(first[complete], second[complete])
+    for r in np.flatnonzero(~complete):  # a unit without a defined value in this resample
+        both = ~np.isnan(first[r]) & ~np.isnan(second[r])
+        tau = kendall_tau_b(first[r, both], second[r, both])
+        values[r] = np.nan if tau is None else tau
+    if np.isnan(values).all():
+        return None, None
+    alpha = 1 - settings.confidence
+    low, high = np.nanquantile(values, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
 
 
 def tau_of_unit_means(
@@ -147,9 +211,7 @@ def tau_of_unit_means(
     a, b = items.means(every)
     ranked = int(np.sum(~np.isnan(a) & ~np.isnan(b)))
     value = items.tau(every) if len(units) else None
-    low, high = cluster_bootstrap(items.tau, groups, settings) if value is not None else (
-        None, None
-    )  # fmt: skip
+    low, high = _tau_interval(items, groups, settings) if value is not None else (None, None)
     return TauEstimate(
         value=value,
         ci_low=low,
