@@ -20,6 +20,7 @@ import numpy as np
 from cogwm.annotate.quality import _figure
 from cogwm.arena.run_data import ConversationData
 from cogwm.metrics.task import good_outcome_rate
+from cogwm.report.complementarity import Complementarity, complementarity
 from cogwm.report.tables import _bootstrap as report_bootstrap
 from cogwm.stats.bootstrap import (
     auroc_interval,
@@ -328,3 +329,48 @@ def test_good_outcome_rate_resamples_scenarios_not_trials() -> None:
         return _width(rate.ci_low, rate.ci_high)
 
     _assert_dialogue_level(width(_dialogue_ids()), width(_item_ids()))
+
+
+def _arena_conversation(
+    k: int, agent: str, scenario: str, cts: float, go: bool
+) -> ConversationData:
+    """A conversation whose CTS is also its composite Δ."""
+    return _conversation(k, scenario, go)._replace(agent=agent, metrics={"cts": cts, "delta": cts})
+
+
+def test_cts_go_complementarity_resamples_scenarios_not_trials() -> None:
+    """``arena report``'s CTS-GoodOutcome figures: tau-b of the arms' mean CTS against their GO
+    rate, and the share of discordant conversations; the trials of one scenario are the items
+    of one dialogue here, the same for every arm."""
+    agents = ("a", "b", "c", "d")
+    # Per scenario and agent: CTS with agent means 0.4 SD apart, GO with rates 0.2 to 0.8, each
+    # agent's values a rotation of one set over the scenarios (so the means are exact). Twenty
+    # scenarios leave the order of neighbouring agents uncertain, 200 items hardly.
+    spread = np.random.default_rng(0).standard_normal(DIALOGUES)
+    spread = (spread - spread.mean()) / spread.std()
+    rotation = [[(d + 7 * i) % DIALOGUES for i in range(len(agents))] for d in range(DIALOGUES)]
+    cts = spread[rotation] + 0.4 * np.arange(len(agents))
+    go = np.asarray(rotation) < 4 * (1 + np.arange(len(agents)))
+
+    def figures(scenarios: Sequence[str]) -> Complementarity:
+        conversations = [
+            _arena_conversation(
+                len(agents) * k + i,
+                agent,
+                scenario,
+                float(cts[k // ITEMS, i]),
+                bool(go[k // ITEMS, i]),
+            )
+            for k, scenario in enumerate(scenarios)
+            for i, agent in enumerate(agents)
+        ]
+        return complementarity(conversations, n_resamples=1000)[-1]
+
+    by_dialogue, by_item = figures(_dialogue_ids()), figures(_item_ids())
+    assert by_dialogue.tau.n_clusters == DIALOGUES and by_item.tau.n_clusters == DIALOGUES * ITEMS
+    _assert_dialogue_level(
+        _width(by_dialogue.tau.ci_low, by_dialogue.tau.ci_high),
+        _width(by_item.tau.ci_low, by_item.tau.ci_high),
+    )
+    shares = [f.table.discordant for f in (by_dialogue, by_item)]
+    _assert_dialogue_level(*(_width(s.ci_low, s.ci_high) for s in shares))

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cogwm.metrics.aggregate import CorrelationMatrix
+from cogwm.report.complementarity import Complementarity
 from cogwm.report.tables import (
     TABLE6_COLUMNS,
     TASK_COLUMNS,
@@ -19,6 +20,7 @@ from cogwm.report.tables import (
     Cells,
     ranked_arms,
 )
+from cogwm.stats.estimate import Estimate
 from cogwm.stats.means import DifferenceEstimate, MeanEstimate
 from cogwm.validate.status import MIN_SEPARATION_SCENARIOS, NOT_VALIDATED, separation
 
@@ -143,6 +145,8 @@ def render(report: ArenaReport, console: Console) -> None:
     console.print(_task_table(report))
     console.print(_discriminability(report))
     console.print(_differences(report))
+    if report.complementarity:
+        console.print(_complementarity(report.complementarity))
     if report.power:
         console.print(_power(report))
     if report.typology is not None:
@@ -296,6 +300,49 @@ def _differences(report: ArenaReport) -> Table:
     return table
 
 
+def _complementarity(figures: list[Complementarity]) -> Table:
+    table = _table(
+        "CTS and GoodOutcome: Kendall's τ-b of arms' mean CTS vs GO rate; GO vs improvement "
+        "(Δ > 0) per conversation (95% CI over scenarios)"
+    )
+    headers = ("Task", "τ (arms, scenarios)", "GO+ Δ>0", "GO+ Δ≤0", "GO− Δ>0", "GO− Δ≤0")
+    for header in (*headers, "discordant %", "left out"):
+        table.add_column(header, justify="left" if header == "Task" else "right")
+    for figure in figures:
+        tau, counts = figure.tau, figure.table
+        share = counts.discordant
+        bounds = ("value", "ci_low", "ci_high")
+        percent = share.model_copy(
+            update={k: None if (v := getattr(share, k)) is None else 100 * v for k in bounds}
+        )
+        table.add_row(
+            figure.scope,
+            f"{_interval(tau, signed=True, digits=2)} ({tau.n}, {tau.n_clusters})",
+            str(counts.both),
+            str(counts.first_only),
+            str(counts.second_only),
+            str(counts.neither),
+            _interval(percent, signed=False, digits=0),
+            f"{figure.no_verdict} unjudged, {figure.no_delta} no Δ",
+        )
+    table.caption = (
+        "Discordant: a good outcome without improvement, or improvement without one. τ needs "
+        "3 arms with a CTS and a judged conversation, and rankings that are not constant."
+    )
+    return table
+
+
+def _interval(estimate: Estimate, *, signed: bool, digits: int) -> str:
+    """``value [low, high]`` on one line, ``–`` where undefined."""
+    if estimate.value is None:
+        return "–"
+    text = _number(estimate.value, signed, digits)
+    if estimate.ci_low is not None and estimate.ci_high is not None:
+        low, high = (_number(v, signed, digits) for v in (estimate.ci_low, estimate.ci_high))
+        text += f" [{low}, {high}]"
+    return text
+
+
 def _correlations(matrix: CorrelationMatrix) -> Table:
     names = matrix.names
     table = _table(f"Correlations of trajectory metrics (Pearson, n = {matrix.n})")
@@ -370,6 +417,7 @@ def to_json(report: ArenaReport) -> dict[str, Any]:
         "correlations": None if report.correlations is None else report.correlations._asdict(),
         "usage": {"calls": report.calls, "tokens": report.tokens, "cost_usd": report.cost_usd},
         "simulator_status": None if report.simulator is None else report.simulator.to_json(),
+        "cts_go_complementarity": [figure.to_json() for figure in report.complementarity],
     }
 
 

@@ -26,6 +26,7 @@ from cogwm.metrics.aggregate import (
     correlation_matrix,
     discriminability,
 )
+from cogwm.report.complementarity import Complementarity, complementarity
 from cogwm.stats.means import (
     DifferenceEstimate,
     MeanEstimate,
@@ -169,6 +170,9 @@ class ArenaReport(NamedTuple):
     #: People played the agent (``cogwm serve``'s play page): open dialogues were left, not
     #: interrupted.
     played: bool = False
+    #: Mean CTS against GoodOutcome rate across arms, and GO against improvement per
+    #: conversation: per task, then over all tasks.
+    complementarity: list[Complementarity] = []  # noqa: RUF012 - a NamedTuple default, never mutated
 
 
 def _arms(conversations: list[ConversationData]) -> list[str]:
@@ -423,6 +427,7 @@ def _build_report(
         simulator=run_simulator_status(config),
         scenarios=describe_scenarios(config),
         played=config.get("kind") == PLAY_KIND,
+        complementarity=complementarity(data.conversations, n_resamples=n_resamples, seed=seed),
     )
 
 
