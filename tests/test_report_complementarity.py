@@ -158,6 +158,18 @@ def test_report_json_adds_the_figures_after_every_earlier_key(tmp_path: Path) ->
     assert "CTS and GoodOutcome" in console.export_text()
 
 
+def test_pages_can_skip_the_figures_and_the_rest_of_the_report_stays(tmp_path: Path) -> None:
+    # Catches: the switch ignored (pages paying for a bootstrap they never show), or skipping the
+    # figures changing any other table.
+    from cogwm.report.tables import build_report
+
+    models = {"a": "fake:sim", "b": "fake:b", "c": "fake:c"}
+    data, full = _report(_write_run(tmp_path / "runs.sqlite", "fake:sim", models))
+    lean = build_report(data, n_resamples=200, with_complementarity=False)
+    assert full.complementarity and lean.complementarity == []
+    assert lean._replace(complementarity=full.complementarity) == full
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_tau_interval_is_scipy_tau_b_of_each_resample(sparse: bool) -> None:
     # Catches: resamples drawn otherwise than cluster_bootstrap draws them, means over the wrong

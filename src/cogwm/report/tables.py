@@ -389,15 +389,33 @@ def correlations(data: RunData) -> CorrelationMatrix | None:
 
 
 def build_report(
-    data: RunData, *, n_resamples: int = 2000, seed: int = 0, detect: float | None = None
+    data: RunData,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    detect: float | None = None,
+    with_complementarity: bool = True,
 ) -> ArenaReport:
-    """All tables of a run (``detect``: a CTS difference to size the scenario counts for)."""
+    """All tables of a run (``detect``: a CTS difference to size the scenario counts for;
+    ``with_complementarity=False`` skips the CTS-GoodOutcome figures, for pages that do not
+    show them: their bootstrap is the costliest table)."""
     with data.catalog.active():  # the run's own tasks, looked up by name in the tables
-        return _build_report(data, n_resamples=n_resamples, seed=seed, detect=detect)
+        return _build_report(
+            data,
+            n_resamples=n_resamples,
+            seed=seed,
+            detect=detect,
+            with_complementarity=with_complementarity,
+        )
 
 
 def _build_report(
-    data: RunData, *, n_resamples: int, seed: int, detect: float | None
+    data: RunData,
+    *,
+    n_resamples: int,
+    seed: int,
+    detect: float | None,
+    with_complementarity: bool,
 ) -> ArenaReport:
     arms = arm_rows(data, n_resamples=n_resamples, seed=seed)
     config: dict[str, Any] = json.loads(data.run.config_json)
@@ -427,7 +445,11 @@ def _build_report(
         simulator=run_simulator_status(config),
         scenarios=describe_scenarios(config),
         played=config.get("kind") == PLAY_KIND,
-        complementarity=complementarity(data.conversations, n_resamples=n_resamples, seed=seed),
+        complementarity=(
+            complementarity(data.conversations, n_resamples=n_resamples, seed=seed)
+            if with_complementarity
+            else []
+        ),
     )
 
 

@@ -134,7 +134,9 @@ def report_html(
 def _report_html(store: RunStore, data: RunData, *, n_resamples: int, seed: int) -> str:
     from cogwm import __version__
 
-    report: ArenaReport = build_report(data, n_resamples=n_resamples, seed=seed)
+    report: ArenaReport = build_report(
+        data, n_resamples=n_resamples, seed=seed, with_complementarity=False
+    )
     meta = payload.run_meta(data)
     played = payload.is_play_config(meta["config"])
     conversations = payload.conversation_records(store, data)

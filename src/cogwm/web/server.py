@@ -201,7 +201,7 @@ def progress(path: Path) -> dict[str, Any]:
             )
         board = []
         if run is not None and counts.get("finished"):
-            report = build_report(load_run(store), n_resamples=200)
+            report = build_report(load_run(store), n_resamples=200, with_complementarity=False)
             board = [_board_row(arm) for arm in ranked_arms(report.arms)]
     return {
         "name": None if run is None else run.name,
