@@ -1,7 +1,7 @@
 """State simulators compared on the card's *validation* items (candidate selection, never test).
 
 For each simulator address (``transition:FILE``, ``python:cogwm.simulator.rule:SentimentMeter``,
-...), in prediction mode:
+``two-part:FILE``, or a model such as ``llamacpp:smollm2+ADAPTER.gguf``), in prediction mode:
 
 1. DailyDialog valence AUROC on the clean validation items (all, change, no previous), with
    its 95 % bootstrap CI over dialogues, n, and beside it carry-forward, VADER, TF-IDF and
@@ -21,6 +21,10 @@ not measured here.
 Usage: python bench/bench_transition_val.py --data-dir DIR --samples-manifest M.json
        SIMULATOR [SIMULATOR ...] [--histories 120] [--resamples 2000] [--seed 0]
        [--skip-dailydialog] [--skip-counterfactual] [--sensitivity FOLDER --scenarios 20]
+       [--dailydialog-items N]
+
+A model is slow on a CPU: ``--histories`` and ``--dailydialog-items`` sample (seeded) fewer
+validation histories and DailyDialog items; the trivial rules are then scored on the same items.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cogwm.corpora.labels import extensions
 from cogwm.validate import counterfactual as cf
@@ -38,6 +43,10 @@ from cogwm.validate.items import Heldout, Item, heldout_from_manifest
 from cogwm.validate.parts import PARTS, sample_items, union
 from cogwm.validate.python_sim import load_simulator
 from cogwm.validate.reader import read_items
+
+if TYPE_CHECKING:
+    from cogwm.arena.factories import PythonSimulator
+    from cogwm.models.model import Model
 
 #: The valence figure's keys printed.
 VALENCE_KEYS = ("valence_auroc",)
@@ -51,20 +60,36 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def open_simulator(address: str) -> Model | PythonSimulator:
+    """The simulator at ``address``: a Python or transition simulator, else a model."""
+    kind = address.split(":", 1)[0]
+    if kind in ("python", "transition", "two-part"):
+        return load_simulator(address)
+    from cogwm import models
+
+    return models.load(address)
+
+
 def dailydialog_val(
-    addresses: list[str], data_dir: Path, heldout: Heldout, settings: Settings
+    addresses: list[str],
+    data_dir: Path,
+    heldout: Heldout,
+    settings: Settings,
+    limit: int | None = None,
 ) -> None:
     """Print the DailyDialog valence figures on validation items for each simulator (the
-    trivial rules fitted once, on train, as the card fits them)."""
+    trivial rules fitted once, on train, and chosen on every validation item, as the card does;
+    with ``limit``, each item set is a seeded sample of that many and every figure is taken on
+    it)."""
     spec = PARTS["dailydialog"]
     assert spec.fit_sets is not None
     sets = spec.fit_sets(data_dir, heldout)
     fitted = fit_rules(spec.rules, sets["train"], sets["val"], ["predict"])
-    val = sets["val"]
+    val = {name: sample_items(items, limit, settings.seed) for name, items in sets["val"].items()}
     items = union(val)
     scope = Scope("dailydialog", "predict", settings)
     for address in addresses:
-        simulator = load_simulator(address)
+        simulator = open_simulator(address)
         readings = asyncio.run(read_items(simulator, items, "predict", seed=settings.seed))
         by_id = dict(zip((i.id for i in items), readings, strict=True))
         for fig in state_figures(spec.rules, scope, val, by_id, fitted):
@@ -117,7 +142,7 @@ def counterfactual_val(address: str, sets: list[cf.HistorySet], settings: Settin
     """The counterfactual checks of one simulator on the validation histories."""
     bank = cf.load_bank()
     calls = cf.condition_items(sets, bank, settings.seed)
-    simulator = load_simulator(address)
+    simulator = open_simulator(address)
     readings = asyncio.run(read_items(simulator, calls, "predict", seed=settings.seed))
     by_id = {c.id: r for c, r in zip(calls, readings, strict=True)}
     checks = [c for s in sets for c in cf.counterfactual_checks(s, by_id, settings, bank)]
@@ -176,6 +201,7 @@ def main() -> None:
     parser.add_argument("--skip-counterfactual", action="store_true")
     parser.add_argument("--sensitivity", type=Path, help="Folder of the sensitivity run stores.")
     parser.add_argument("--scenarios", type=int, default=20)
+    parser.add_argument("--dailydialog-items", type=int, help="Items sampled per item set.")
     args = parser.parse_args()
     extensions.register()
     heldout = heldout_from_manifest(args.samples_manifest, "test")
@@ -186,7 +212,7 @@ def main() -> None:
         for address in args.simulators:
             counterfactual_val(address, sets, settings)
     if not args.skip_dailydialog:
-        dailydialog_val(args.simulators, args.data_dir, heldout, settings)
+        dailydialog_val(args.simulators, args.data_dir, heldout, settings, args.dailydialog_items)
     if args.sensitivity is not None:
         for address in args.simulators:
             sensitivity_val(
