@@ -468,3 +468,23 @@ def test_checking_the_merged_alias_builds_nothing(tmp_path: Path, monkeypatch: A
     lora.write_bytes(b"")
     with pytest.raises(ConfigError, match="already applies its own LoRA"):
         check_target(f"smollm2-wm-merged+{lora}")
+
+
+def test_concurrent_merges_into_one_file_all_succeed(tmp_path: Path, tiny: Any) -> None:
+    """Threads building one file at once (two arena roles loading the merged alias) each write
+    a temporary file of their own; the file is whole and none is left behind."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = tmp_path / "shared.gguf"
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        jobs = [pool.submit(merge_gguf, tiny["base"], tiny["adapter"], out) for _ in range(32)]
+        for job in jobs:
+            job.result()
+    expected = merge_gguf(tiny["base"], tiny["adapter"], tmp_path / "alone.gguf").path
+    assert out.read_bytes() == expected.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "adapter.gguf",
+        "alone.gguf",
+        "base.gguf",
+        "shared.gguf",
+    ]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -153,7 +154,8 @@ def merge_gguf(
     pairs = lora_pairs(adapter_reader, adapter)
     alpha = float(field_value(adapter_reader, "adapter.lora.alpha") or 0.0)
     out.parent.mkdir(parents=True, exist_ok=True)
-    aside = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    # One name per process and thread, so concurrent builds of one file never share a temp file.
+    aside = out.with_name(f".{out.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         summary = _write(base_reader, pairs, alpha, aside, out_type, adapter)
         os.replace(aside, out)
