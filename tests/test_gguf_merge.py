@@ -459,12 +459,28 @@ def test_the_merged_alias_has_a_stable_identity_of_its_own(
 
 def test_the_merged_alias_is_the_adapter_s_base_with_a_lora() -> None:
     """Reports and the card's training split treat it as the shipped adapter over smollm2."""
+    from cogwm.cli.validate import _manifest_of
     from cogwm.models.llamacpp import ADAPTER_ALIASES, shipped_adapter_of
     from cogwm.models.spec import base_model
 
     assert base_model("llamacpp:smollm2-wm-merged") == "llamacpp:smollm2"
     assert shipped_adapter_of("SmolLM2-WM-Merged") is ADAPTER_ALIASES["smollm2-wm"]
     assert shipped_adapter_of("smollm2") is None
+    shipped = _manifest_of("llamacpp:smollm2-wm", None, None)
+    assert shipped is not None and _manifest_of("llamacpp:smollm2-wm-merged", None, None) == shipped
+
+
+def test_types_gguf_cannot_quantize_are_written_as_f16() -> None:
+    """``--type base`` keeps a type the gguf package can write (Q4_1, Q8_0, the floats) and
+    falls back to F16 for the others (k-quants, i-quants)."""
+    from cogwm.models.gguf_merge import _target_type
+
+    kinds = gguf.GGMLQuantizationType
+    kept = (kinds.Q4_1, kinds.Q8_0, kinds.F16, kinds.BF16, kinds.F32)
+    assert [_target_type(t, "base", 576) for t in kept] == list(kept)
+    for other in (kinds.Q4_K, kinds.Q6_K, kinds.IQ4_NL):
+        assert _target_type(other, "base", 576) == kinds.F16
+    assert _target_type(kinds.Q4_K, "q8_0", 576) == kinds.Q8_0
 
 
 @pytest.mark.skipif(
