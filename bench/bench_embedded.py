@@ -20,7 +20,7 @@ the simulated user) records the simulator's requests first, then they are replay
    (the batched engine with every usable core).
 5. The physical reference: ``llama_decode`` alone at batch 1 (no sampling, no grammar, no
    Python per token), and the one-at-a-time path's ratio to it.
-6. Equivalence: of ``--equivalence`` real requests (JSON grammar, the adapter; the recorded
+6. Equivalence: of ``--equivalence`` real requests (JSON grammar, the model; the recorded
    ones, then again with other seeds), how many the batched engine (8 in flight, prompt reuse)
    answers byte for byte as the one-at-a-time path; for each that differs, the first differing
    token and the gap between the two best logits there (below 0.1: a near-tie).
@@ -29,8 +29,13 @@ the simulated user) records the simulator's requests first, then they are replay
 
 Wall-clock figures mean something only on an otherwise idle machine.
 
-Usage: python bench/bench_embedded.py [--requests 16] [--levels 1,4,8,16] [--rounds 4]
-       [--threads 1,all] [--equivalence 50] [--end-to-end] [--card-items 100]
+``--model llamacpp:smollm2-wm-merged`` replays the same requests on the world model with its
+LoRA folded into the base's weights (no adapter at run time), which the batched engine decodes
+in one call per step; ``--model llamacpp:smollm2`` on the base alone.
+
+Usage: python bench/bench_embedded.py [--model llamacpp:smollm2-wm] [--requests 16]
+       [--levels 1,4,8,16] [--rounds 4] [--threads 1,all] [--equivalence 50] [--end-to-end]
+       [--card-items 100]
 Smoke: python bench/bench_embedded.py --requests 4 --levels 4 --rounds 3 --dialogues 1 --threads 1
        --equivalence 8
 """
@@ -63,6 +68,10 @@ from cogwm.models.llamacpp_batch import (
 )
 from cogwm.models.types import BackendReply, BackendRequest
 from cogwm.store import RunStore
+
+#: The model replayed unless ``--model`` names another (the shipped world model, adapter applied
+#: at run time).
+MODEL = "smollm2-wm"
 
 
 def record_requests(folder: Path, rounds: int, dialogues: int) -> list[BackendRequest]:
@@ -144,19 +153,19 @@ async def _throughput(
 
 
 def tokens_per_second(
-    options: dict[str, Any], requests: list[BackendRequest], inflight: int
+    options: dict[str, Any], requests: list[BackendRequest], inflight: int, model: str = MODEL
 ) -> tuple[float, list[str], PromptCounts | None]:
-    """Generated tokens per second of a fresh ``smollm2-wm`` backend, its replies, and the
-    batched engine's prompt tokens reused and evaluated (None one at a time)."""
-    backend = make_llamacpp("smollm2-wm", options)
+    """Generated tokens per second of a fresh ``model`` backend, its replies, and the batched
+    engine's prompt tokens reused and evaluated (None one at a time)."""
+    backend = make_llamacpp(model, options)
     rate, replies = asyncio.run(_throughput(backend, requests, inflight))
     engine = backend._batch_engine
     return rate, replies, engine.counts if engine is not None else None
 
 
-def raw_decode_rate(steps: int = 32) -> float:
+def raw_decode_rate(steps: int = 32, model: str = MODEL) -> float:
     """``llama_decode`` alone, one sequence, one token a step, one thread: tokens per second."""
-    backend = make_llamacpp("smollm2-wm", {"engine": "single"})
+    backend = make_llamacpp(model, {"engine": "single"})
     llm = backend._main()
     engine = BatchEngine(llm, parallel=1, n_ctx=backend.options.n_ctx, threads=1)
     try:
@@ -170,7 +179,9 @@ def raw_decode_rate(steps: int = 32) -> float:
         engine.close()
 
 
-def throughput_table(requests: list[BackendRequest], levels: list[int], threads: list[int]) -> None:
+def throughput_table(
+    requests: list[BackendRequest], levels: list[int], threads: list[int], model: str = MODEL
+) -> None:
     """The tokens-per-second table: one at a time, then batched per level and thread count,
     with prompt reuse and without."""
     print(
@@ -180,7 +191,9 @@ def throughput_table(requests: list[BackendRequest], levels: list[int], threads:
     for grammar in (True, False):
         batch = requests if grammar else without_grammar(requests)
         label = "json" if grammar else "none"
-        single, expected, _ = tokens_per_second({"engine": "single", "n_threads": 1}, batch, 1)
+        single, expected, _ = tokens_per_second(
+            {"engine": "single", "n_threads": 1}, batch, 1, model
+        )
         print(f"{label:8} {'one at a time, 1 thread':34} {1:>9} {single:>8.1f} {1.0:>6.2f}")
         first: list[str] | None = None
         for level, count, reuse in itertools.product(levels, threads, (True, False)):
@@ -190,7 +203,7 @@ def throughput_table(requests: list[BackendRequest], levels: list[int], threads:
                 "n_threads": count,
                 "reuse_prefix": reuse,
             }
-            rate, replies, counts = tokens_per_second(options, batch, level)
+            rate, replies, counts = tokens_per_second(options, batch, level, model)
             first = first or replies
             path = f"batched, {count} thread{'s' if count > 1 else ''}" + (
                 "" if reuse else ", no reuse"
@@ -200,7 +213,7 @@ def throughput_table(requests: list[BackendRequest], levels: list[int], threads:
                 f"{_same(replies, expected):>15} {_same(replies, first):>16} {_reused(counts):>14}"
             )
         if grammar:
-            raw = raw_decode_rate()
+            raw = raw_decode_rate(model=model)
             print(
                 f"raw llama_decode, batch 1, 1 thread: {raw:.1f} tok/s; one-at-a-time path with "
                 f"grammar at {single / raw:.2f} of it"
@@ -219,13 +232,13 @@ def _same(replies: list[str], reference: list[str]) -> str:
     return f"{sum(a == b for a, b in zip(replies, reference, strict=True))}/{len(replies)}"
 
 
-def sampler_cost(request: BackendRequest, steps: int = 60) -> None:
+def sampler_cost(request: BackendRequest, steps: int = 60, model: str = MODEL) -> None:
     """CPU time per token of the grammar sampler: llama-cpp-python's full chain (the grammar over
     the whole vocabulary) against :class:`ConstrainedSampler`, on the same logits (process time,
     so the ratio holds on a busy machine); they must pick the same tokens."""
     import llama_cpp.llama_cpp as raw
 
-    backend = make_llamacpp("smollm2-wm", {"engine": "batched", "n_threads": 1})
+    backend = make_llamacpp(model, {"engine": "batched", "n_threads": 1})
     llm = backend._main()
     engine = BatchEngine(llm, parallel=1, n_ctx=backend.options.n_ctx, threads=1)
     plan = backend._plan(request, [])
@@ -259,12 +272,14 @@ def sampler_cost(request: BackendRequest, steps: int = 60) -> None:
     )
 
 
-def engine_profile(requests: list[BackendRequest], inflight: int, threads: int) -> None:
+def engine_profile(
+    requests: list[BackendRequest], inflight: int, threads: int, model: str = MODEL
+) -> None:
     """Where the batched engine's decode thread spends the wall time of a run (no grammar)."""
     from llama_cpp import _internals
 
     backend = make_llamacpp(
-        "smollm2-wm", {"engine": "batched", "parallel": inflight, "n_threads": threads}
+        model, {"engine": "batched", "parallel": inflight, "n_threads": threads}
     )
     engine = backend._engine()
     spent: collections.Counter[str] = collections.Counter()
@@ -341,21 +356,21 @@ def _print_profile(
     )
 
 
-def equivalence(requests: list[BackendRequest], count: int, inflight: int = 8) -> None:
-    """How many of ``count`` real requests (JSON grammar, the adapter) the batched engine with
+def equivalence(
+    requests: list[BackendRequest], count: int, inflight: int = 8, model: str = MODEL
+) -> None:
+    """How many of ``count`` real requests (JSON grammar) the batched engine with
     prompt reuse answers byte for byte as the one-at-a-time path, and where the others part."""
     batch = widen(requests, count)
-    single = make_llamacpp("smollm2-wm", {"engine": "single", "n_threads": 1})
-    batched = make_llamacpp(
-        "smollm2-wm", {"engine": "batched", "parallel": inflight, "n_threads": 1}
-    )
+    single = make_llamacpp(model, {"engine": "single", "n_threads": 1})
+    batched = make_llamacpp(model, {"engine": "batched", "parallel": inflight, "n_threads": 1})
     _, expected = asyncio.run(_throughput(single, batch, 1))
     _, got = asyncio.run(_throughput(batched, batch, inflight))
     differing = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
     prompts = len({tuple(m.content for m in r.messages) for r in batch})
     print(
         f"equivalence: {len(batch) - len(differing)}/{len(batch)} replies identical to the "
-        f"one-at-a-time path ({prompts} distinct prompts, JSON grammar, adapter, {inflight} in "
+        f"one-at-a-time path ({prompts} distinct prompts, JSON grammar, {model}, {inflight} in "
         f"flight, prompt reuse)"
     )
     for index in differing:
@@ -396,11 +411,26 @@ def _divergence(
 _CLI = "import sys; from cogwm.cli.main import main; sys.argv[0] = 'cogwm'; main()"
 
 
-def end_to_end(card_items: int) -> None:
-    """Wall time of the quickstart and of a validity card, one-at-a-time then batched."""
+def _build_model_files(model: str, cache: str) -> None:
+    """Build a merged model's file in ``cache`` before the clock starts (a no-op otherwise)."""
+    before = os.environ.get("COGWM_CACHE_DIR")
+    os.environ["COGWM_CACHE_DIR"] = cache
+    try:
+        make_llamacpp(model, {})
+    finally:
+        if before is None:
+            os.environ.pop("COGWM_CACHE_DIR")
+        else:
+            os.environ["COGWM_CACHE_DIR"] = before
+
+
+def end_to_end(card_items: int, model: str = MODEL) -> None:
+    """Wall time of the quickstart and of a validity card of ``model``, one-at-a-time then
+    batched."""
     for engine in ("single", "batched"):
         with tempfile.TemporaryDirectory() as folder:
             env = {**os.environ, ENGINE_ENV: engine, "COGWM_CACHE_DIR": f"{folder}/cache"}
+            _build_model_files(model, env["COGWM_CACHE_DIR"])
             commands = {
                 "quickstart": [
                     "quickstart",
@@ -413,7 +443,7 @@ def end_to_end(card_items: int) -> None:
                 f"card ({card_items} items)": [
                     "validate",
                     "--model",
-                    WORLD_MODEL,
+                    f"llamacpp:{model}",
                     "--limit",
                     str(card_items),
                     "--out",
@@ -431,6 +461,12 @@ def end_to_end(card_items: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--model",
+        default=f"llamacpp:{MODEL}",
+        help="The llamacpp: model replayed (e.g. llamacpp:smollm2-wm-merged); the requests are "
+        "always recorded with the shipped world model.",
+    )
     parser.add_argument("--requests", type=int, default=16, help="Requests replayed per figure.")
     parser.add_argument("--levels", default="1,4,8,16", help="Requests in flight.")
     parser.add_argument("--rounds", type=int, default=4, help="Arena rounds (>= 3) recorded.")
@@ -460,13 +496,14 @@ def main() -> None:
             {usable_cores() if x == "all" else int(x) for x in args.threads.split(",")}
         )
         levels = [int(x) for x in args.levels.split(",")]
-        engine_profile(widen(recorded, args.requests), args.profile_inflight, threads[0])
-        sampler_cost(recorded[0])
-        throughput_table(widen(recorded, args.requests), levels, threads)
+        model = args.model.removeprefix("llamacpp:")
+        engine_profile(widen(recorded, args.requests), args.profile_inflight, threads[0], model)
+        sampler_cost(recorded[0], model=model)
+        throughput_table(widen(recorded, args.requests), levels, threads, model)
         if args.equivalence:
-            equivalence(recorded, args.equivalence)
+            equivalence(recorded, args.equivalence, model=model)
     if args.end_to_end:
-        end_to_end(args.card_items)
+        end_to_end(args.card_items, args.model.removeprefix("llamacpp:"))
 
 
 if __name__ == "__main__":

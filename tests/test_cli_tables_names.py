@@ -57,6 +57,7 @@ NO_TABLE = {
     "simulate",
     "tom score-open",
     "train export-gguf",
+    "train merge-gguf",
 }
 
 

@@ -49,6 +49,7 @@ def list_models(as_json: JsonOption = False) -> None:
     from cogwm.models.llamacpp import (
         ADAPTER_ALIASES,
         ALIASES,
+        MERGED_ALIASES,
         adapter_alias_folder,
         alias_path,
     )
@@ -60,6 +61,10 @@ def list_models(as_json: JsonOption = False) -> None:
         base = alias_path(ALIASES[adapter.base])
         lora = adapter_alias_folder(adapter) / "adapter.gguf"
         aliases.append((name, adapter.description, lora if base and lora.is_file() else None))
+    for name, merged in MERGED_ALIASES.items():
+        # Usable where its adapter is; the file itself is built on first use.
+        shipped = next(path for alias, _, path in aliases if alias == merged.adapter)
+        aliases.append((name, merged.description, shipped))
     if as_json:
         print_json(
             {

@@ -325,3 +325,28 @@ def _export(adapter: Path, out: Path, base_dir: Path | None, dtype: str, *, quie
             f"alpha {summary.alpha:g}, {summary.bytes / 1e6:.1f} MB)",
             soft_wrap=True,
         )
+
+
+@app.command("merge-gguf")
+def merge_gguf(
+    adapter: Annotated[Path, typer.Argument(help="A GGUF LoRA adapter (from export-gguf).")],
+    out: Annotated[Path, typer.Option(help="The merged GGUF model to write.", show_default=False)],
+    base: Annotated[
+        str, typer.Option(help="The base GGUF the adapter applies over: an alias or a file.")
+    ] = "smollm2",
+    out_type: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            help="Type of the merged tensors: q8_0, f16, f32, or base (the base tensor's own; a "
+            "4-bit base loses most of the adapter).",
+        ),
+    ] = "q8_0",
+) -> None:
+    """Fold ADAPTER into the base's weights: one GGUF model, llamacpp:<file.gguf>, no adapter."""
+    from cogwm.models.gguf_merge import merge_gguf as write
+    from cogwm.models.llamacpp import resolve_gguf
+
+    _, base_file = resolve_gguf(base)
+    summary = write(base_file, adapter, out, out_type=out_type)  # type: ignore[arg-type]
+    err_console.print(f"wrote {summary.line()}", soft_wrap=True)

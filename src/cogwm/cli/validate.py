@@ -278,7 +278,7 @@ def _target(cards: list[Path] | None, model: str | None, simulator: str | None) 
 def _manifest_of(address: str, manifest: Path | None, train_samples: Path | None) -> Path | None:
     """The samples manifest the simulator was trained on: the one given, else the one in the
     --train-samples folder, else the shipped one of a shipped world model; None if unknown."""
-    from cogwm.models.llamacpp import ADAPTER_ALIASES, adapter_alias_folder
+    from cogwm.models.llamacpp import adapter_alias_folder, shipped_adapter_of
 
     if manifest is not None:
         if not manifest.is_file():
@@ -287,7 +287,7 @@ def _manifest_of(address: str, manifest: Path | None, train_samples: Path | None
     if train_samples is not None and (train_samples / BUILT_MANIFEST).is_file():
         return train_samples / BUILT_MANIFEST
     provider, _, name = address.partition(":")
-    alias = ADAPTER_ALIASES.get(name.lower()) if provider == "llamacpp" else None
+    alias = shipped_adapter_of(name) if provider == "llamacpp" else None
     if alias is not None:
         shipped = adapter_alias_folder(alias) / SHIPPED_MANIFEST
         return shipped if shipped.is_file() else None

@@ -5,7 +5,10 @@
 ``llamacpp:<path.gguf>`` runs any other GGUF file, and ``llamacpp:<model>+<lora.gguf>`` applies a
 GGUF LoRA adapter over it (``cogwm train export-gguf`` writes one). ``llamacpp:smollm2-wm`` is the
 world model shipped with cogwm: a GGUF LoRA inside this package (``cogwm/data/world_models``,
-with its model card) over ``smollm2``. The model's own chat template
+with its model card) over ``smollm2``; ``llamacpp:smollm2-wm-merged`` is the same LoRA folded
+into the base's weights (:mod:`cogwm.models.gguf_merge`), built on first use into the cache
+folder, a model without an adapter that the batched engine decodes in one call per step. The
+model's own chat template
 (from the GGUF metadata) formats the messages. JSON schemas are enforced by a grammar. One
 ``Llama`` instance is not thread safe, so every call runs in a worker thread under one lock;
 the ``batched`` engine (option ``engine``, or ``$COGWM_LLAMA_ENGINE=batched``) decodes the
@@ -31,12 +34,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cogwm.errors import ConfigError
 from cogwm.models.backend import Backend, local_sampling
+from cogwm.models.gguf_merge import MergeType
 from cogwm.models.llamacpp_batch import (
     ENGINE_VERSION,
     BatchEngine,
@@ -140,6 +144,34 @@ ADAPTER_ALIASES: dict[str, AdapterAlias] = {
         "cogwm/data/world_models/smollm2-wm/MODEL_CARD.md)",
     ),
 }
+
+
+class MergedAlias(NamedTuple):
+    """A short model name for a shipped adapter folded into its base (built on first use)."""
+
+    adapter: str  # the ADAPTER_ALIASES name whose LoRA is folded in
+    out_type: MergeType  # the type merged tensors are written in
+    description: str
+
+
+MERGED_ALIASES: dict[str, MergedAlias] = {
+    "smollm2-wm-merged": MergedAlias(
+        "smollm2-wm",
+        "q8_0",
+        "the cogwm world model with its LoRA folded into smollm2 (Q8_0 merged weights, built "
+        "on first use into the cache folder; batches in one decode call; no validity card of "
+        "its own yet)",
+    ),
+}
+
+#: Where merged models are built: ``$COGWM_CACHE_DIR/gguf`` (or beside the reply cache).
+MERGED_FOLDER = "gguf"
+
+
+def shipped_adapter_of(name: str) -> AdapterAlias | None:
+    """The shipped adapter behind the alias ``name`` (applied at run time or merged), or None."""
+    merged = MERGED_ALIASES.get(name.lower())
+    return ADAPTER_ALIASES.get(merged.adapter if merged else name.lower())
 
 
 def adapter_alias_folder(alias: AdapterAlias) -> Path:
@@ -699,13 +731,17 @@ class GgufFiles(NamedTuple):
 
 
 def resolve_target(target: str) -> GgufFiles:
-    """The files of ``llamacpp:<target>[+<lora.gguf>]``, found without loading anything.
+    """The files of ``llamacpp:<target>[+<lora.gguf>]``, found without loading anything (a
+    merged alias's file is built on first use).
 
     Raises:
         ConfigError: Unknown model, a missing file or package, or a LoRA added to a shipped
             adapter alias (which has its own).
     """
     model, lora = split_lora(target)
+    if model.lower() in MERGED_ALIASES:
+        _no_second_lora(target, model, lora)
+        return GgufFiles(model.lower(), merged_alias_path(model.lower()), None, None)
     shipped = _shipped_adapter(target, model, lora)
     if shipped is None:
         name, path = resolve_gguf(model)
@@ -723,6 +759,11 @@ def check_target(target: str) -> None:
         ConfigError: As ``resolve_target``.
     """
     model, lora = split_lora(target)
+    merged = MERGED_ALIASES.get(model.lower())
+    if merged is not None:
+        _no_second_lora(target, model, lora)
+        _need_gguf_package(model)
+        model = merged.adapter
     shipped = _shipped_adapter(target, model, lora)
     base = model if shipped is None else shipped[0].base
     alias = ALIASES.get(base.lower())
@@ -748,12 +789,60 @@ def _shipped_adapter(
     adapter = ADAPTER_ALIASES.get(model.lower())
     if adapter is None:
         return None
-    if lora is not None:
-        raise ConfigError(f"llamacpp:{target}: {model} already applies its own LoRA")
+    _no_second_lora(target, model, lora)
     shipped = adapter_alias_folder(adapter) / "adapter.gguf"
     if not shipped.is_file():
         raise ConfigError(f"llamacpp:{model}: its adapter {shipped} is missing from this install")
     return adapter, shipped
+
+
+def _no_second_lora(target: str, model: str, lora: Path | None) -> None:
+    if lora is not None:
+        raise ConfigError(f"llamacpp:{target}: {model} already applies its own LoRA")
+
+
+def _need_gguf_package(model: str) -> None:
+    try:
+        found = importlib.util.find_spec("gguf") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ConfigError(
+            f"llamacpp:{model} needs the gguf package to build its merged file: pip install gguf "
+            "(or pip install 'cogwm[local]')"
+        )
+
+
+def merged_alias_path(name: str) -> Path:
+    """The merged GGUF of the alias ``name``, built into the cache folder on first use.
+
+    Its file name carries a hash of the base's and the adapter's contents and of the merge, so
+    a new base, adapter or merge gets a file of its own; it is written aside and renamed, so a
+    reader never sees half a file.
+
+    Raises:
+        ConfigError: The base package, the adapter or the gguf package is missing, or the cache
+            folder is not writable.
+    """
+    from cogwm.models.cache import default_cache_path
+    from cogwm.models.gguf_merge import merge_gguf, merge_key
+
+    merged = MERGED_ALIASES[name]
+    _need_gguf_package(name)
+    adapter, adapter_file = _shipped_adapter(name, merged.adapter, None) or _missing(name)
+    _, base = resolve_gguf(adapter.base)
+    key = merge_key(fingerprint(base), fingerprint(adapter_file), merged.out_type)
+    path = default_cache_path().parent / MERGED_FOLDER / f"{name}-{key}.gguf"
+    if not path.is_file():
+        try:
+            merge_gguf(base, adapter_file, path, out_type=merged.out_type)
+        except OSError as exc:
+            raise ConfigError(f"llamacpp:{name}: cannot write its merged file: {exc}") from None
+    return path
+
+
+def _missing(name: str) -> NoReturn:
+    raise ConfigError(f"llamacpp:{name}: its adapter is not a shipped adapter alias")
 
 
 def make_llamacpp(target: str, options: dict[str, Any]) -> LlamaCppBackend:

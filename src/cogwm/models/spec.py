@@ -54,8 +54,9 @@ def parse_spec(spec: str) -> ModelSpec:
 def base_model(spec: str) -> str | None:
     """The model that ``spec`` applies an adapter over, or None when it names a plain model.
 
-    ``llamacpp:smollm2+lora.gguf`` and the shipped ``llamacpp:smollm2-wm`` are ``smollm2`` with
-    a LoRA: both give ``llamacpp:smollm2``; ``hf:./base+./adapter`` gives ``hf:./base``. Reports
+    ``llamacpp:smollm2+lora.gguf``, the shipped ``llamacpp:smollm2-wm`` and its merged form
+    ``llamacpp:smollm2-wm-merged`` are ``smollm2`` with a LoRA: all give ``llamacpp:smollm2``;
+    ``hf:./base+./adapter`` gives ``hf:./base``. Reports
     use it to say when the agents run on the model the simulator was fine-tuned from.
     """
     try:
@@ -63,9 +64,9 @@ def base_model(spec: str) -> str | None:
     except InputError:
         return None
     if kind is BackendKind.LLAMACPP:
-        from cogwm.models.llamacpp import ADAPTER_ALIASES
+        from cogwm.models.llamacpp import shipped_adapter_of
 
-        shipped = ADAPTER_ALIASES.get(target.lower())
+        shipped = shipped_adapter_of(target)
         if shipped is not None:
             return f"{kind.value}:{shipped.base}"
     model, plus, adapter = target.rpartition("+")
