@@ -485,7 +485,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         os.environ["COGWM_CACHE_DIR"] = f"{folder}/cache"
-        os.environ.pop(ENGINE_ENV, None)
+        os.environ[ENGINE_ENV] = "single"  # record on the one-at-a-time path
         start = time.perf_counter()
         recorded = record_requests(Path(folder), args.rounds, args.dialogues)
         print(

@@ -306,7 +306,7 @@ def simulator_requests(tmp_path_factory: pytest.TempPathFactory) -> list[Backend
     }
     folder = tmp_path_factory.mktemp("arena")
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(ENGINE_ENV, raising=False)
+        patch.setenv(ENGINE_ENV, "single")  # the one-at-a-time path
         patch.setattr(LlamaCppBackend, "complete", record)
         with RunStore(folder / "run.db") as store:
             asyncio.run(run_arena(parse_config(raw, source="test"), store, show_progress=False))

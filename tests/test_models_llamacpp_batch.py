@@ -76,7 +76,7 @@ def simulator_calls(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     }
     folder = tmp_path_factory.mktemp("arena")
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(ENGINE_ENV, raising=False)  # the one-at-a-time path
+        patch.setenv(ENGINE_ENV, "single")  # the one-at-a-time path
         patch.setattr(LlamaCppBackend, "complete", record)
         with RunStore(folder / "run.db") as store:
             asyncio.run(run_arena(parse_config(raw, source="test"), store, show_progress=False))
@@ -256,6 +256,27 @@ def test_scores_of_candidates_match_the_single_path() -> None:
 
 @pytest.mark.integration
 @_needs_model
+def test_a_collected_backend_stops_its_engine() -> None:
+    """Every real model is batched by default, and each engine's context holds the KV cache of
+    all its sequences: a backend no longer used must not keep its decode thread (and memory)
+    until the process ends."""
+    import gc
+
+    backend = make_llamacpp("smollm2", {"engine": "batched", "parallel": 1, "n_threads": 1})
+    request = BackendRequest(
+        messages=[Message(role="user", content="Say hi.")], sampling=Sampling(max_tokens=2)
+    )
+    asyncio.run(backend.complete(request, "x"))
+    engine = backend._batch_engine
+    assert engine is not None and engine._thread.is_alive()
+    del backend
+    gc.collect()
+    engine._thread.join(timeout=30)
+    assert not engine._thread.is_alive()
+
+
+@pytest.mark.integration
+@_needs_model
 def test_a_cancelled_request_frees_its_sequence() -> None:
     """With one sequence, a cancelled long request must give its sequence back, or the next
     request waits forever."""
@@ -279,19 +300,25 @@ def test_a_cancelled_request_frees_its_sequence() -> None:
 
 
 @_needs_model
-def test_batched_models_have_their_own_identity_and_say_what_threads_they_use() -> None:
+def test_both_engines_share_the_identity_and_batched_says_what_threads_it_uses() -> None:
+    """Same replies, same identity: the cached replies and the validity card are shared."""
     single = make_llamacpp("smollm2-wm", {"engine": "single"})
     batched = make_llamacpp("smollm2-wm", {"engine": "batched", "parallel": 4})
-    assert batched.identity == f"{single.identity}~{ENGINE_VERSION}"
+    assert batched.identity == single.identity
     assert batched.default_concurrency == 4 and single.default_concurrency == 1
     described = batched.describe()["engine"]
+    assert ENGINE_VERSION in described
     assert "4 sequences" in described and f"{usable_cores()} cores" in described
 
 
-def test_the_engine_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_engine_is_batched_unless_the_environment_says_single(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(ENGINE_ENV, raising=False)
+    assert engine_from_env() == "batched"
+    monkeypatch.setenv(ENGINE_ENV, " Single ")
     assert engine_from_env() == "single"
-    monkeypatch.setenv(ENGINE_ENV, " Batched ")
+    monkeypatch.setenv(ENGINE_ENV, "batched")
     assert engine_from_env() == "batched"
 
 

@@ -11,8 +11,9 @@ folder, a model without an adapter that the batched engine decodes in one call p
 model's own chat template
 (from the GGUF metadata) formats the messages. JSON schemas are enforced by a grammar. One
 ``Llama`` instance is not thread safe, so every call runs in a worker thread under one lock;
-the ``batched`` engine (option ``engine``, or ``$COGWM_LLAMA_ENGINE=batched``) decodes the
-calls in flight together instead (see :mod:`cogwm.models.llamacpp_batch`).
+by default the ``batched`` engine decodes the calls in flight together instead (see
+:mod:`cogwm.models.llamacpp_batch`; option ``engine = "single"`` or
+``$COGWM_LLAMA_ENGINE=single``: one call at a time).
 
 Log-probabilities of generated tokens need ``logits_all=True``, which makes prompt evaluation
 about three times slower, so a second instance with it is created only when such a call comes.
@@ -120,7 +121,8 @@ class LlamaCppOptions(BaseModel):
     engine: Literal["batched", "single"] | None = Field(
         default=None,
         description="batched: requests in flight are decoded together in one context; single: "
-        "one request at a time under one lock (default: $COGWM_LLAMA_ENGINE, else single).",
+        "one request at a time under one lock (default: single if $COGWM_LLAMA_ENGINE says "
+        "so, else batched; the replies are the same).",
     )
     parallel: int = Field(
         default=8, ge=1, le=64, description="Sequences the batched engine decodes together."
@@ -321,8 +323,7 @@ class LlamaCppBackend(Backend):
         self.engine = options.engine or engine_from_env()
         self.default_concurrency = 1  # one instance computes one thing at a time
         if self.engine == "batched":
-            # Batched sequences can give other tokens than one at a time (see llamacpp_batch).
-            self.identity += f"~{ENGINE_VERSION}"
+            # Same replies as one at a time (see llamacpp_batch), so the identity is the same.
             self.default_concurrency = options.parallel
         self.default_timeout_s = None  # a worker thread cannot be interrupted anyway
         self._lock = threading.Lock()
@@ -373,7 +374,8 @@ class LlamaCppBackend(Backend):
         }
         if self.engine == "batched":
             described["engine"] = (
-                f"batched ({self.options.parallel} sequences, {self.batch_threads()} threads "
+                f"batched {ENGINE_VERSION} ({self.options.parallel} sequences, "
+                f"{self.batch_threads()} threads "
                 f"of the {usable_cores()} cores this process may use, one decode at a time "
                 "across the process's models, prompts kept for reuse); single for token "
                 "log-probabilities"
@@ -444,7 +446,9 @@ class LlamaCppBackend(Backend):
                     threads=self.batch_threads(),
                     reuse=self.options.reuse_prefix is not False,
                 )
-                atexit.register(self._batch_engine.close)
+                # Closed when this backend is collected (or at exit): a context holds the KV
+                # cache of every sequence (hundreds of MB), and its thread would keep it alive.
+                weakref.finalize(self, self._batch_engine.close)
             return self._batch_engine
 
     async def _complete_batched(self, engine: BatchEngine, request: BackendRequest) -> BackendReply:

@@ -28,8 +28,11 @@ later). Hence:
   path evaluates it among others (it evaluates one more), nor reuses a token that was evaluated
   alone; every other chunking of a prompt gives the same bits.
 
-Batched models still carry their own identity (``~batch3``), since the equality rests on these
-measured properties of llama.cpp's kernels, not on a guarantee of its.
+So a model has one identity whichever engine serves it, and shares its cached replies and its
+validity card between them. The equality rests on these measured properties of llama.cpp's kernels
+(llama-cpp-python is pinned), not on a guarantee of its: the equivalence tests check it on real
+requests, with and without an adapter, and an engine that ever gave other tokens would have to
+mark its models' identity (see :data:`ENGINE_VERSION`).
 
 Threads: the process has one budget, the cores it may run on (``os.sched_getaffinity``). Every
 engine decodes with that many threads, under one process-wide lock, so the engines of a process
@@ -52,12 +55,12 @@ from cogwm.models.types import BackendError, FailureKind
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-#: Changes whenever the engine can produce other tokens than before for the same request; it is
-#: part of the model identity of batched models, so that their cached replies stay apart.
-#: (batch3: prompt reuse; with an adapter each sequence's step is a decode call of its own.)
+#: The engine's version, shown by ``cogwm models check``. (batch3: prompt reuse; with an
+#: adapter each sequence's step is a decode call of its own, which made every reply the
+#: one-at-a-time path's.) Not part of the model identity while the replies are the same.
 ENGINE_VERSION = "batch3"
 
-#: ``batched`` decodes the requests in flight together; anything else, one at a time.
+#: ``single`` serves one request at a time; anything else, the batched engine (the default).
 ENGINE_ENV = "COGWM_LLAMA_ENGINE"
 
 #: One decode (prompt evaluation or step) of any engine at a time: they share the thread budget.
@@ -73,12 +76,12 @@ def usable_cores() -> int:
 
 
 def engine_from_env() -> str:
-    """``batched`` when ``$COGWM_LLAMA_ENGINE`` says so, else ``single``.
+    """``single`` when ``$COGWM_LLAMA_ENGINE`` says so, else ``batched``.
 
-    Not the default: batched models have an identity of their own (see the module), and a
-    model's identity picks its cached replies and validity card.
+    Batched is the default: its replies are the one-at-a-time path's byte for byte (see the
+    module), so only the speed differs; ``single`` stays for comparison and as a fallback.
     """
-    return "batched" if os.environ.get(ENGINE_ENV, "").strip().lower() == "batched" else "single"
+    return "single" if os.environ.get(ENGINE_ENV, "").strip().lower() == "single" else "batched"
 
 
 @dataclass
