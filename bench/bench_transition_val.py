@@ -21,7 +21,7 @@ not measured here.
 Usage: python bench/bench_transition_val.py --data-dir DIR --samples-manifest M.json
        SIMULATOR [SIMULATOR ...] [--histories 120] [--resamples 2000] [--seed 0]
        [--skip-dailydialog] [--skip-counterfactual] [--sensitivity FOLDER --scenarios 20]
-       [--dailydialog-items N]
+       [--dailydialog-items N] [--rounds 10]
 
 A model is slow on a CPU: ``--histories`` and ``--dailydialog-items`` sample (seeded) fewer
 validation histories and DailyDialog items; the trivial rules are then scored on the same items.
@@ -159,7 +159,9 @@ def counterfactual_val(address: str, sets: list[cf.HistorySet], settings: Settin
 TRANSITION_FACTORY = "python:cogwm.simulator.transition.simulator:TransitionSimulator"
 
 
-def sensitivity_val(address: str, folder: Path, data_dir: Path, scenarios: int, seed: int) -> None:
+def sensitivity_val(
+    address: str, folder: Path, data_dir: Path, scenarios: int, seed: int, rounds: int
+) -> None:
     """Arena sensitivity of one simulator on validation cold starts of ESC and PD."""
     from cogwm.validate.sensitivity import AGENTS, CONTRASTS, Plan, interval_text, run_sensitivity
 
@@ -171,6 +173,7 @@ def sensitivity_val(address: str, folder: Path, data_dir: Path, scenarios: int, 
         simulator=address,
         folder=folder,
         scenarios=scenarios,
+        rounds=rounds,
         seed=seed,
         data_dir=data_dir,
         simulator_options=options,
@@ -201,6 +204,7 @@ def main() -> None:
     parser.add_argument("--skip-counterfactual", action="store_true")
     parser.add_argument("--sensitivity", type=Path, help="Folder of the sensitivity run stores.")
     parser.add_argument("--scenarios", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=10, help="Arena rounds (sensitivity).")
     parser.add_argument("--dailydialog-items", type=int, help="Items sampled per item set.")
     args = parser.parse_args()
     extensions.register()
@@ -216,7 +220,12 @@ def main() -> None:
     if args.sensitivity is not None:
         for address in args.simulators:
             sensitivity_val(
-                address, args.sensitivity / _slug(address), args.data_dir, args.scenarios, args.seed
+                address,
+                args.sensitivity / _slug(address),
+                args.data_dir,
+                args.scenarios,
+                args.seed,
+                args.rounds,
             )
 
 
