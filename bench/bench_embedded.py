@@ -33,9 +33,11 @@ Wall-clock figures mean something only on an otherwise idle machine.
 LoRA folded into the base's weights (no adapter at run time), which the batched engine decodes
 in one call per step; ``--model llamacpp:smollm2`` on the base alone.
 
-Usage: python bench/bench_embedded.py [--model llamacpp:smollm2-wm] [--requests 16]
-       [--levels 1,4,8,16] [--rounds 4] [--threads 1,all] [--equivalence 50] [--end-to-end]
-       [--card-items 100]
+``--baseline-model llamacpp:smollm2-wm`` takes the ratios against today's model one at a time.
+
+Usage: python bench/bench_embedded.py [--model llamacpp:smollm2-wm] [--baseline-model M]
+       [--requests 16] [--levels 1,4,8,16] [--rounds 4] [--threads 1,all] [--equivalence 50]
+       [--end-to-end] [--card-items 100]
 Smoke: python bench/bench_embedded.py --requests 4 --levels 4 --rounds 3 --dialogues 1 --threads 1
        --equivalence 8
 """
@@ -180,10 +182,16 @@ def raw_decode_rate(steps: int = 32, model: str = MODEL) -> float:
 
 
 def throughput_table(
-    requests: list[BackendRequest], levels: list[int], threads: list[int], model: str = MODEL
+    requests: list[BackendRequest],
+    levels: list[int],
+    threads: list[int],
+    model: str = MODEL,
+    baseline: str | None = None,
 ) -> None:
     """The tokens-per-second table: one at a time, then batched per level and thread count,
-    with prompt reuse and without."""
+    with prompt reuse and without. With another ``baseline`` model (today's, e.g. the adapter
+    applied at run time when ``model`` is its merged form), the ratios are against that model one
+    at a time; the identical-reply counts stay against ``model`` one at a time."""
     print(
         f"{'grammar':8} {'path':34} {'in flight':>9} {'tok/s':>8} {'ratio':>6} "
         f"{'same as single':>15} {'same as batched':>16} {'prompt reused':>14}"
@@ -194,7 +202,17 @@ def throughput_table(
         single, expected, _ = tokens_per_second(
             {"engine": "single", "n_threads": 1}, batch, 1, model
         )
-        print(f"{label:8} {'one at a time, 1 thread':34} {1:>9} {single:>8.1f} {1.0:>6.2f}")
+        reference = single
+        if baseline is not None and baseline != model:
+            reference, _, _ = tokens_per_second(
+                {"engine": "single", "n_threads": 1}, batch, 1, baseline
+            )
+            path = f"{baseline}, one at a time, 1 thread"
+            print(f"{label:8} {path:34} {1:>9} {reference:>8.1f} {1.0:>6.2f}")
+        print(
+            f"{label:8} {'one at a time, 1 thread':34} {1:>9} {single:>8.1f} "
+            f"{single / reference:>6.2f}"
+        )
         first: list[str] | None = None
         for level, count, reuse in itertools.product(levels, threads, (True, False)):
             options = {
@@ -209,7 +227,7 @@ def throughput_table(
                 "" if reuse else ", no reuse"
             )
             print(
-                f"{label:8} {path:34} {level:>9} {rate:>8.1f} {rate / single:>6.2f} "
+                f"{label:8} {path:34} {level:>9} {rate:>8.1f} {rate / reference:>6.2f} "
                 f"{_same(replies, expected):>15} {_same(replies, first):>16} {_reused(counts):>14}"
             )
         if grammar:
@@ -480,6 +498,10 @@ def main() -> None:
     parser.add_argument(
         "--equivalence", type=int, default=50, help="Requests of the equivalence check (0: none)."
     )
+    parser.add_argument(
+        "--baseline-model",
+        help="Today's llamacpp: model, one at a time, for the ratios (default: --model).",
+    )
     parser.add_argument("--end-to-end", action="store_true", help="Time quickstart and a card.")
     parser.add_argument("--card-items", type=int, default=100)
     args = parser.parse_args()
@@ -499,7 +521,8 @@ def main() -> None:
         model = args.model.removeprefix("llamacpp:")
         engine_profile(widen(recorded, args.requests), args.profile_inflight, threads[0], model)
         sampler_cost(recorded[0], model=model)
-        throughput_table(widen(recorded, args.requests), levels, threads, model)
+        baseline = args.baseline_model.removeprefix("llamacpp:") if args.baseline_model else None
+        throughput_table(widen(recorded, args.requests), levels, threads, model, baseline)
         if args.equivalence:
             equivalence(recorded, args.equivalence, model=model)
     if args.end_to_end:
