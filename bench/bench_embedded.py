@@ -25,7 +25,8 @@ the simulated user) records the simulator's requests first, then they are replay
    answers byte for byte as the one-at-a-time path; for each that differs, the first differing
    token and the gap between the two best logits there (below 0.1: a near-tie).
 7. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
-   ``--card-items`` items per set, with ``COGWM_LLAMA_ENGINE=single`` and ``=batched``. Slow.
+   ``--card-items`` items per set (0: no card), with ``COGWM_LLAMA_ENGINE=single`` and
+   ``=batched``. Slow.
 
 Wall-clock figures mean something only on an otherwise idle machine.
 
@@ -468,6 +469,8 @@ def end_to_end(card_items: int, model: str = MODEL) -> None:
                     f"{folder}/card.json",
                 ],
             }
+            if card_items == 0:  # the quickstart alone
+                commands = {"quickstart": commands["quickstart"]}
             for name, args in commands.items():
                 start = time.perf_counter()
                 done = subprocess.run(
@@ -503,7 +506,7 @@ def main() -> None:
         help="Today's llamacpp: model, one at a time, for the ratios (default: --model).",
     )
     parser.add_argument("--end-to-end", action="store_true", help="Time quickstart and a card.")
-    parser.add_argument("--card-items", type=int, default=100)
+    parser.add_argument("--card-items", type=int, default=100, help="0: time the quickstart only.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         os.environ["COGWM_CACHE_DIR"] = f"{folder}/cache"
