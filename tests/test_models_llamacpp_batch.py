@@ -77,6 +77,8 @@ def simulator_calls(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     folder = tmp_path_factory.mktemp("arena")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENGINE_ENV, "single")  # the one-at-a-time path
+        # A reply cache of its own: another test's run of the same requests must not answer them.
+        patch.setenv("COGWM_CACHE_DIR", str(folder / "cache"))
         patch.setattr(LlamaCppBackend, "complete", record)
         with RunStore(folder / "run.db") as store:
             asyncio.run(run_arena(parse_config(raw, source="test"), store, show_progress=False))
