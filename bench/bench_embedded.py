@@ -24,9 +24,10 @@ the simulated user) records the simulator's requests first, then they are replay
    ones, then again with other seeds), how many the batched engine (8 in flight, prompt reuse)
    answers byte for byte as the one-at-a-time path; for each that differs, the first differing
    token and the gap between the two best logits there (below 0.1: a near-tie).
-7. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card of
-   ``--card-items`` items per set (0: no card), with ``COGWM_LLAMA_ENGINE=single`` and
-   ``=batched``. Slow.
+7. ``--end-to-end``: the wall time of ``cogwm quickstart`` and of a validity card
+   (``--card-parts``, ``--card-items`` items per item set; 0: no card), today's path
+   (``COGWM_LLAMA_ENGINE=single``, ``--baseline-model`` as the simulated user and the carded
+   model) against the new one (``=batched``, ``--model``), and the ratio. Slow.
 
 Wall-clock figures mean something only on an otherwise idle machine.
 
@@ -38,7 +39,7 @@ in one call per step; ``--model llamacpp:smollm2`` on the base alone.
 
 Usage: python bench/bench_embedded.py [--model llamacpp:smollm2-wm] [--baseline-model M]
        [--requests 16] [--levels 1,4,8,16] [--rounds 4] [--threads 1,all] [--equivalence 50]
-       [--end-to-end] [--card-items 100]
+       [--end-to-end] [--card-items 50] [--card-parts dailydialog] [--data-dir DATA]
 Smoke: python bench/bench_embedded.py --requests 4 --levels 4 --rounds 3 --dialogues 1 --threads 1
        --equivalence 8
 """
@@ -443,41 +444,62 @@ def _build_model_files(model: str, cache: str) -> None:
             os.environ["COGWM_CACHE_DIR"] = before
 
 
-def end_to_end(card_items: int, model: str = MODEL) -> None:
-    """Wall time of the quickstart and of a validity card of ``model``, one-at-a-time then
-    batched."""
-    for engine in ("single", "batched"):
+def end_to_end(
+    card_items: int,
+    model: str,
+    baseline: str,
+    card_parts: str,
+    data_dir: str | None,
+) -> None:
+    """Wall time of the quickstart and of a validity card: today's path (``baseline`` as the
+    simulated user, one request at a time) against the new one (``model``, batched), each with
+    an empty reply cache; then the ratio."""
+    runs = (("single", baseline), ("batched", model))
+    walls: dict[str, list[float]] = {}
+    for engine, simulator in runs:
         with tempfile.TemporaryDirectory() as folder:
             env = {**os.environ, ENGINE_ENV: engine, "COGWM_CACHE_DIR": f"{folder}/cache"}
-            _build_model_files(model, env["COGWM_CACHE_DIR"])
-            commands = {
-                "quickstart": [
-                    "quickstart",
-                    "--db",
-                    f"{folder}/q.db",
-                    "--out",
-                    f"{folder}/plots",
-                    "--no-progress",
-                ],
-                f"card ({card_items} items)": [
-                    "validate",
-                    "--model",
-                    f"llamacpp:{model}",
-                    "--limit",
-                    str(card_items),
-                    "--out",
-                    f"{folder}/card.json",
-                ],
-            }
-            if card_items == 0:  # the quickstart alone
-                commands = {"quickstart": commands["quickstart"]}
+            _build_model_files(simulator, env["COGWM_CACHE_DIR"])
+            commands = {"quickstart": _quickstart_args(folder, simulator)}
+            if card_items:
+                commands[f"card ({card_parts}, {card_items} per set)"] = _card_args(
+                    folder, simulator, card_items, card_parts, data_dir
+                )
             for name, args in commands.items():
                 start = time.perf_counter()
                 done = subprocess.run(
                     [sys.executable, "-c", _CLI, *args], env=env, capture_output=True, text=True
                 )
+                wall = time.perf_counter() - start
+                walls.setdefault(name, []).append(wall)
                 status = "ok" if done.returncode == 0 else f"exit {done.returncode}"
-                print(f"{name:22} {engine:8} {time.perf_counter() - start:8.1f} s ({status})")
+                print(f"{name:36} {engine:8} {simulator:18} {wall:8.1f} s ({status})")
+    for name, (before, after) in walls.items():
+        change = f"{baseline} one at a time -> {model} batched"
+        print(f"{name:36} {before / after:.2f}x faster ({change})")
+
+
+def _quickstart_args(folder: str, simulator: str) -> list[str]:
+    """``cogwm quickstart`` with ``simulator`` as the simulated user, its files in ``folder``."""
+    return [
+        "quickstart",
+        "--db",
+        f"{folder}/q.db",
+        "--out",
+        f"{folder}/plots",
+        "--no-progress",
+        "--simulator",
+        f"llamacpp:{simulator}",
+    ]
+
+
+def _card_args(
+    folder: str, simulator: str, items: int, parts: str, data_dir: str | None
+) -> list[str]:
+    """``cogwm validate`` of ``simulator``: ``items`` per item set of ``parts``."""
+    args = ["validate", "--model", f"llamacpp:{simulator}", "--parts", parts]
+    args += ["--limit", str(items), "--out", f"{folder}/card.json"]
+    return args + (["--data-dir", data_dir] if data_dir else [])
 
 
 def main() -> None:
@@ -506,7 +528,15 @@ def main() -> None:
         help="Today's llamacpp: model, one at a time, for the ratios (default: --model).",
     )
     parser.add_argument("--end-to-end", action="store_true", help="Time quickstart and a card.")
-    parser.add_argument("--card-items", type=int, default=100, help="0: time the quickstart only.")
+    parser.add_argument(
+        "--card-items", type=int, default=50, help="Items per item set (0: the quickstart only)."
+    )
+    parser.add_argument(
+        "--card-parts",
+        default="dailydialog",
+        help="Parts of the timed card (dailydialog: two item sets, 2 x --card-items items).",
+    )
+    parser.add_argument("--data-dir", help="The corpora (default: $COGWM_DATA_DIR).")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         os.environ["COGWM_CACHE_DIR"] = f"{folder}/cache"
@@ -529,7 +559,13 @@ def main() -> None:
         if args.equivalence:
             equivalence(recorded, args.equivalence, model=model)
     if args.end_to_end:
-        end_to_end(args.card_items, args.model.removeprefix("llamacpp:"))
+        end_to_end(
+            args.card_items,
+            args.model.removeprefix("llamacpp:"),
+            (args.baseline_model or args.model).removeprefix("llamacpp:"),
+            args.card_parts,
+            args.data_dir,
+        )
 
 
 if __name__ == "__main__":

@@ -125,6 +125,19 @@ def test_the_quickstart_user_is_the_world_model_and_the_judges_the_base() -> Non
     # Another model (a test fake, an API model) plays every role itself.
     other = quickstart_config(Preset.QUICK, model="fake:x")
     assert other.simulator.model == other.judge_model.model == "fake:x"
+    assert other.simulator.history_turns != WORLD_MODEL_WINDOW
+
+
+@pytest.mark.parametrize("simulator", ["llamacpp:smollm2-wm", "llamacpp:smollm2-wm-merged"])
+def test_the_quickstart_takes_another_simulated_user(simulator: str) -> None:
+    """--simulator swaps the user only; a shipped world model keeps its trained window."""
+    config = quickstart_config(Preset.QUICK, simulator_model=simulator)
+    assert config.simulator.model == simulator
+    assert config.simulator.history_turns == WORLD_MODEL_WINDOW
+    assert config.judge_model.model == EMBEDDED_MODEL
+    plain = quickstart_config(Preset.QUICK, simulator_model="llamacpp:smollm2")
+    assert plain.simulator.model == "llamacpp:smollm2"
+    assert plain.simulator.history_turns != WORLD_MODEL_WINDOW
 
 
 @pytest.mark.parametrize("model", [EMBEDDED_MODEL, "fake:x"])

@@ -61,7 +61,11 @@ DISMISSIVE_CONTROL = "cogwm.arena.scripted:Dismissive"
 
 
 def quickstart_config(
-    preset: Preset = Preset.QUICK, *, dialogues: int | None = None, model: str = EMBEDDED_MODEL
+    preset: Preset = Preset.QUICK,
+    *,
+    dialogues: int | None = None,
+    model: str = EMBEDDED_MODEL,
+    simulator_model: str | None = None,
 ) -> ArenaConfig:
     """The quickstart's arena config.
 
@@ -70,13 +74,17 @@ def quickstart_config(
         dialogues: Scenarios per task, overriding the preset's.
         model: The model of the agents, the intent detector and the judge; with the embedded
             model, the simulated user is the shipped world model, otherwise this model too.
+        simulator_model: The simulated user instead (a shipped world model is shown the
+            history window it was trained on).
     """
     settings = dict(_PRESETS[preset])
     if dialogues is not None:
         settings["dialogues_per_task"] = dialogues
-    simulator: dict[str, Any] = {"model": model, "temperature": 0.3, "max_tokens": 300}
-    if model.strip().lower() == EMBEDDED_MODEL:
-        simulator |= {"model": WORLD_MODEL, "history_turns": WORLD_MODEL_WINDOW}
+    if simulator_model is None:
+        simulator_model = WORLD_MODEL if model.strip().lower() == EMBEDDED_MODEL else model
+    simulator: dict[str, Any] = {"model": simulator_model, "temperature": 0.3, "max_tokens": 300}
+    if _is_shipped_world_model(simulator_model):
+        simulator["history_turns"] = WORLD_MODEL_WINDOW
     raw: dict[str, Any] = {
         "name": f"quickstart-{preset.value}",
         "seed": 2024,
@@ -105,3 +113,11 @@ def quickstart_config(
         ],
     }
     return parse_config(raw, source=f"quickstart preset {preset.value}")
+
+
+def _is_shipped_world_model(address: str) -> bool:
+    """Whether ``address`` names a world model shipped with cogwm (run-time LoRA or merged)."""
+    from cogwm.models.llamacpp import shipped_adapter_of
+
+    provider, _, name = address.strip().partition(":")
+    return provider.lower() == "llamacpp" and shipped_adapter_of(name) is not None

@@ -42,6 +42,14 @@ AgentsModelOption = Annotated[
         "embedded model (tests use a fake).",
     ),
 ]
+SimulatorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--simulator",
+        help="The simulated user (default: the world model shipped with cogwm, "
+        "llamacpp:smollm2-wm; or any model address).",
+    ),
+]
 
 
 def quickstart(
@@ -51,6 +59,7 @@ def quickstart(
     dialogues: DialoguesOption = None,
     progress: ProgressOption = True,
     model: AgentsModelOption = "llamacpp:smollm2",
+    simulator: SimulatorOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Three agents that differ on purpose (empathetic, solution-first, scripted dismissive
@@ -61,7 +70,7 @@ def quickstart(
     from cogwm.report import build_report, load_run, render, to_json, write_plots
     from cogwm.store import RunStore
 
-    config = _config(preset, dialogues, model, db)
+    config = _config(preset, dialogues, model, simulator, db)
     with RunStore(db) as store:
         summary = asyncio.run(run_arena(config, store, resume=True, show_progress=progress))
         if summary.interrupted:
@@ -94,7 +103,9 @@ def quickstart(
         _report_failures(summary.failed, causes, db, as_json=as_json)
 
 
-def _config(preset: str, dialogues: int | None, model: str, db: Path) -> ArenaConfig:
+def _config(
+    preset: str, dialogues: int | None, model: str, simulator: str | None, db: Path
+) -> ArenaConfig:
     """The quickstart arena's config, checked, and checked against the run already in ``db``."""
     from cogwm.arena.config import config_hash
     from cogwm.arena.preflight import preflight
@@ -106,7 +117,7 @@ def _config(preset: str, dialogues: int | None, model: str, db: Path) -> ArenaCo
         chosen = Preset(preset)
     except ValueError:
         raise InputError(f"--preset must be 'quick' or 'full', got {preset!r}") from None
-    config = quickstart_config(chosen, dialogues=dialogues, model=model)
+    config = quickstart_config(chosen, dialogues=dialogues, model=model, simulator_model=simulator)
     preflight(config)  # a model that cannot be found stops here, before the store is created
     stored = stored_run(db)  # read without writing: a refused store is left as it was
     if stored is not None and stored.config_hash != config_hash(config):
