@@ -90,7 +90,7 @@ def quickstart_config(
         "seed": 2024,
         "tasks": ["ESC", "PD"],
         "history_turns": 6,
-        "concurrency": 4,
+        "concurrency": 8,  # the batched engine decodes 8 calls together
         **settings,
         "simulator": simulator,
         # Named, so that they stay the base model when the simulator is the world model.
