@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from cogwm.arena.config import parse_config
-from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
+from cogwm.arena.quickstart import WORLD_MODEL_WINDOW
 from cogwm.arena.runner import run_arena
 from cogwm.models.llamacpp import LlamaCppBackend, make_llamacpp
 from cogwm.models.llamacpp_batch import (
@@ -95,7 +95,7 @@ def record_requests(folder: Path, rounds: int, dialogues: int) -> list[BackendRe
         "intent_from_round": rounds,
         "concurrency": 8,
         "simulator": {
-            "model": WORLD_MODEL,
+            "model": f"llamacpp:{MODEL}",
             "temperature": 0.3,
             "max_tokens": 300,
             "history_turns": WORLD_MODEL_WINDOW,

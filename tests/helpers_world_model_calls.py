@@ -1,4 +1,5 @@
-"""The requests the arena sends the shipped world model, with the one-at-a-time path's replies."""
+"""The requests the arena sends the shipped world model (its LoRA applied at run time), with the
+one-at-a-time path's replies."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from cogwm.arena.config import parse_config
-from cogwm.arena.quickstart import WORLD_MODEL, WORLD_MODEL_WINDOW
+from cogwm.arena.quickstart import WORLD_MODEL_WINDOW
 from cogwm.arena.runner import run_arena
 from cogwm.models.llamacpp import LlamaCppBackend
 from cogwm.models.llamacpp_batch import ENGINE_ENV
@@ -17,6 +18,9 @@ from cogwm.models.types import BackendReply, BackendRequest
 from cogwm.store import RunStore
 
 Recorded = list[tuple[BackendRequest, BackendReply]]
+
+#: The world model as its adapter applied at run time: the form whose replies are recorded.
+ADAPTER_WORLD_MODEL = "llamacpp:smollm2-wm"
 
 
 def record_world_model_calls(folder: Path) -> Recorded:
@@ -38,7 +42,7 @@ def record_world_model_calls(folder: Path) -> Recorded:
         "intent_from_round": 3,
         "concurrency": 4,
         "simulator": {
-            "model": WORLD_MODEL,
+            "model": ADAPTER_WORLD_MODEL,
             "temperature": 0.3,
             "max_tokens": 300,
             "history_turns": WORLD_MODEL_WINDOW,

@@ -25,7 +25,7 @@ def test_example_config_loads(path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.chdir(ROOT)  # the examples' paths are relative to the repository root
     monkeypatch.syspath_prepend(str(ROOT / "examples" / "agent_service"))
     config = load_config(path)
-    if config.simulator.model == "llamacpp:smollm2-wm":
+    if config.simulator.model in ("llamacpp:smollm2-wm", "llamacpp:smollm2-wm-merged"):
         # With the world model as the user, the judges stay the base model: a role left
         # unnamed would silently become the world model too.
         assert config.intent_model.model == "llamacpp:smollm2"

@@ -30,6 +30,8 @@ from cogwm.models.llamacpp import (
 from cogwm.simulator import format_version
 
 FOLDER = adapter_alias_folder(ADAPTER_ALIASES["smollm2-wm"])
+#: The world model with its LoRA applied at run time (WORLD_MODEL, the quickstart's, is merged).
+ADAPTER_MODEL = "llamacpp:smollm2-wm"
 
 
 def _needs_base() -> None:
@@ -169,20 +171,24 @@ def test_llama_cpp_applies_the_shipped_lora() -> None:
     async def served() -> tuple[str, str]:
         sampling = Sampling(max_tokens=12, temperature=0.0, repeat_penalty=1.0)
         plain = await load(EMBEDDED_MODEL, n_threads=1).generate(prompt, sampling)
-        tuned = await load(WORLD_MODEL, n_threads=1).generate(prompt, sampling)
+        tuned = await load(ADAPTER_MODEL, n_threads=1).generate(prompt, sampling)
         return plain.text, tuned.text
 
     plain_text, tuned_text = asyncio.run(served())
     assert plain_text != tuned_text
 
 
-def test_the_shipped_card_is_the_world_models_and_reports_finds_it() -> None:
-    """The card shipped beside the adapter: its arena-sensitivity checks on both tasks (failed,
-    20 scenarios each), and the quickstart's status line finds it by the model's identity."""
+@pytest.mark.parametrize("model", [ADAPTER_MODEL, WORLD_MODEL])
+def test_the_shipped_card_is_the_world_models_and_reports_finds_it(model: str) -> None:
+    """The card shipped for each form of the world model: its arena-sensitivity checks on both
+    tasks (failed, 20 scenarios each), measured on the very model a fresh install loads (the
+    merged file is built here from the installed base and adapter, and must come out with the
+    same bytes), and the status line finds it by the model's identity."""
     from cogwm.validate.card import read_card
+    from cogwm.validate.status import shipped_cards_root
 
-    card = read_card(FOLDER / "card.json")
-    assert card.model == WORLD_MODEL and card.ablation == "none" and card.pipeline == "joint"
+    card = read_card(shipped_cards_root() / model.partition(":")[2] / "card.json")
+    assert card.model == model and card.ablation == "none" and card.pipeline == "joint"
     sensitivity = {c.task: c for c in card.checks if c.name == "arena_sensitivity"}
     assert set(sensitivity) == {"ESC", "PD"}
     assert all(c.n >= 20 and c.n_failed == 0 and c.passed is False for c in sensitivity.values())
@@ -190,9 +196,12 @@ def test_the_shipped_card_is_the_world_models_and_reports_finds_it() -> None:
     from cogwm.models import load
     from cogwm.validate.status import simulator_status
 
-    identity = load(WORLD_MODEL).identity
+    identity = load(model).identity
     assert card.model_identity == identity
-    status = simulator_status(WORLD_MODEL, identity)
+    status = simulator_status(model, identity)
+    assert status.card_path is not None and status.card_path.endswith(
+        f"{model.partition(':')[2]}/card.json"
+    )
     assert not status.trusted and "arena sensitivity: failed" in status.line()
 
 
@@ -202,11 +211,12 @@ def test_the_quickstarts_simulated_user_is_said_to_be_not_validated(tmp_path: Pa
     shipped card alone (no registered card), that its rankings are not validated."""
     from cogwm.validate.card import read_card
     from cogwm.validate.release import release_gate
-    from cogwm.validate.status import NOT_VALIDATED, simulator_status
+    from cogwm.validate.status import NOT_VALIDATED, shipped_cards_root, simulator_status
 
     config = quickstart_config(Preset.QUICK)
     assert config.simulator.model == WORLD_MODEL
-    card = read_card(FOLDER / "card.json")
+    card = read_card(shipped_cards_root() / "smollm2-wm-merged" / "card.json")
+    assert card.model == WORLD_MODEL
     assert not release_gate(card).passed
     status = simulator_status(
         WORLD_MODEL, card.model_identity, tasks=("ESC", "PD"), folder=tmp_path / "no-cards"

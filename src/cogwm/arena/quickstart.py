@@ -4,17 +4,18 @@ The agents are an empathetic supporter and a solution-first advisor played by th
 SmolLM2, and a dismissive, off-topic control that is scripted (``cogwm.arena.scripted``: fixed
 lines that minimise the user's problem and change the subject, no model), because SmolLM2 told
 to be dismissive writes sympathy in most of its replies and a control must behave as one. The
-simulated user is the world model shipped with cogwm (``llamacpp:smollm2-wm``, SmolLM2 with its
-trained LoRA), shown the 8-turn history window it was trained on. The intent detector and the
-GoodOutcome judge are the base SmolLM2 at temperature 0. The leaderboard names the simulated
+simulated user is the world model shipped with cogwm (``llamacpp:smollm2-wm-merged``, SmolLM2
+with its trained LoRA folded into its weights), shown the 8-turn history window it was trained
+on; ``--simulator`` names another. The intent detector and the GoodOutcome judge are the base
+SmolLM2 at temperature 0. The leaderboard names the simulated
 user and what its validity card says: a simulator that has not passed its arena-sensitivity
 check can rank the dismissive control first, and its paired differences carry no verdict.
 Presets:
 
 - ``quick`` (default): 3 built-in scenarios per task, conversations of at most 5 rounds (2 cold
-  start + 3 simulated), the intent detector from round 4: 18 conversations. With three model
-  agents it took 387 s on 2 idle CPU cores; the scripted control calls no model for its
-  replies, so the run is shorter, well inside 15 minutes.
+  start + 3 simulated), the intent detector from round 4: 18 conversations, all in flight
+  (each model's batched engine decodes its calls together); ``bench/bench_embedded.py
+  --end-to-end`` times it.
 - ``full``: the paper's protocol (at most 20 rounds, detector from round 8), 5 scenarios per task.
 
 Both run the same code path as ``cogwm arena run``.
@@ -30,8 +31,11 @@ from cogwm.arena.config import ArenaConfig, parse_config
 #: The embedded default model (SmolLM2-135M-Instruct in process).
 EMBEDDED_MODEL = "llamacpp:smollm2"
 
-#: The world model shipped with cogwm: the embedded model with its trained LoRA.
-WORLD_MODEL = "llamacpp:smollm2-wm"
+#: The world model shipped with cogwm: the embedded model with its trained LoRA folded into its
+#: weights, which the batched engine decodes in one call per step. Its validity card is its
+#: own, and each of its figures lies within the 95 % CI of the adapter form's
+#: (``llamacpp:smollm2-wm``, the LoRA applied at run time).
+WORLD_MODEL = "llamacpp:smollm2-wm-merged"
 
 #: The history window (turns) the shipped world model was trained on.
 WORLD_MODEL_WINDOW = 8
@@ -90,7 +94,9 @@ def quickstart_config(
         "seed": 2024,
         "tasks": ["ESC", "PD"],
         "history_turns": 6,
-        "concurrency": 8,  # the batched engine decodes 8 calls together
+        # Every conversation of the quick preset at once: the agents' engine and the simulated
+        # user's each decode up to 8 calls together, and a conversation waits on one at a time.
+        "concurrency": 24,
         **settings,
         "simulator": simulator,
         # Named, so that they stay the base model when the simulator is the world model.

@@ -47,7 +47,8 @@ SimulatorOption = Annotated[
     typer.Option(
         "--simulator",
         help="The simulated user (default: the world model shipped with cogwm, "
-        "llamacpp:smollm2-wm; or any model address).",
+        "llamacpp:smollm2-wm-merged; or any model address, e.g. llamacpp:smollm2-wm, its "
+        "LoRA applied at run time).",
     ),
 ]
 

@@ -7,8 +7,8 @@ GGUF LoRA adapter over it (``cogwm train export-gguf`` writes one). ``llamacpp:s
 world model shipped with cogwm: a GGUF LoRA inside this package (``cogwm/data/world_models``,
 with its model card) over ``smollm2``; ``llamacpp:smollm2-wm-merged`` is the same LoRA folded
 into the base's weights (:mod:`cogwm.models.gguf_merge`), built on first use into the cache
-folder, a model without an adapter that the batched engine decodes in one call per step. The
-model's own chat template
+folder, a model without an adapter that the batched engine decodes in one call per step (the
+quickstart's simulated user). The model's own chat template
 (from the GGUF metadata) formats the messages. JSON schemas are enforced by a grammar. One
 ``Llama`` instance is not thread safe, so every call runs in a worker thread under one lock;
 by default the ``batched`` engine decodes the calls in flight together instead (see
@@ -161,8 +161,8 @@ MERGED_ALIASES: dict[str, MergedAlias] = {
         "smollm2-wm",
         "q8_0",
         "the cogwm world model with its LoRA folded into smollm2 (Q8_0 merged weights, built "
-        "on first use into the cache folder; batches in one decode call; no validity card of "
-        "its own yet)",
+        "on first use into the cache folder; batches in one decode call; the quickstart's "
+        "simulated user, with a validity card of its own)",
     ),
 }
 
