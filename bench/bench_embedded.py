@@ -50,6 +50,7 @@ import argparse
 import asyncio
 import collections
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -471,10 +472,14 @@ def end_to_end(
                     [sys.executable, "-c", _CLI, *args], env=env, capture_output=True, text=True
                 )
                 wall = time.perf_counter() - start
-                walls.setdefault(name, []).append(wall)
+                # A failed command's time is no figure: its job gets no ratio.
+                walls.setdefault(name, []).append(wall if done.returncode == 0 else float("nan"))
                 status = "ok" if done.returncode == 0 else f"exit {done.returncode}"
                 print(f"{name:36} {engine:8} {simulator:18} {wall:8.1f} s ({status})")
     for name, (before, after) in walls.items():
+        if math.isnan(before) or math.isnan(after):
+            print(f"{name:36} no ratio: a run failed")
+            continue
         change = f"{baseline} one at a time -> {model} batched"
         print(f"{name:36} {before / after:.2f}x faster ({change})")
 
