@@ -17,6 +17,7 @@ from cogwm.models.llamacpp_batch import (
     BatchEngine,
     ConstrainedSampler,
     Job,
+    SamplingPlan,
     _chain,
     _max_tokens,
     _multibyte_fix,
@@ -69,15 +70,17 @@ def test_with_the_adapter_batched_replies_are_the_one_at_a_time_replies(
     simulator_calls: Recorded, sampling: str
 ) -> None:
     """The world model's requests decoded one by one, then all together (their prompts then
-    taken from the kept caches), give the same bytes; seeded, they are the one-at-a-time
-    path's replies (each sequence's step is a decode call of its own, as on that path)."""
+    taken from the kept caches, in their sequences and in host memory), give the same bytes;
+    seeded, they are the one-at-a-time path's replies (each sequence's step is a decode call
+    of its own, as on that path)."""
     requests = [r for r, _ in simulator_calls]
     if sampling == "greedy":
         requests = _greedy(requests)
     backend = _batched()
     alone = _replies(backend, requests, together=False)
     together = _replies(backend, requests, together=True)
-    assert backend._batch_engine is not None and backend._batch_engine.counts.reused > 0
+    engine = backend._batch_engine
+    assert engine is not None and engine.counts.reused > 0 and engine.kept.restored > 0
     expected = alone if sampling == "greedy" else [e for _, e in simulator_calls]
     for one, many, first in zip(expected, together, alone, strict=True):
         assert isinstance(json.loads(many.text), dict)
@@ -119,6 +122,80 @@ def test_a_prompt_taken_from_a_kept_cache_gets_the_logits_of_a_fresh_one(model: 
     finally:
         reusing.close()
         fresh.close()
+
+
+@pytest.mark.integration
+@_needs_model
+@pytest.mark.parametrize("model", ["smollm2-wm", "smollm2"])
+def test_a_prompt_continued_from_host_memory_gets_the_logits_of_a_fresh_one(model: str) -> None:
+    """Three conversations take turns in one sequence, each turn's prompt extending the
+    conversation's last: each turn copies the last conversation's prompt out and this one's
+    back in (room for two copies, so the oldest is dropped too), and every prompt scores to
+    the bits of an engine that evaluates it whole."""
+    backend = make_llamacpp(model, {"engine": "single", "n_threads": 1, "n_batch": 16})
+    llm = backend._main()
+    conversations = [
+        llm.tokenize(text * 3, add_bos=True, special=False)
+        for text in (
+            b"I lost my job last week and I keep thinking about what my father would say. ",
+            b"My sister never calls me back and I do not know what I did wrong to her. ",
+            b"The exam is in ten days and I failed the midterm, so I cannot sleep at all. ",
+        )
+    ]
+    one_prompt = 2 * 64 * 23 * 1024  # bytes: KV cells of ~64 tokens, two of them
+    keeping = BatchEngine(llm, parallel=1, n_ctx=512, threads=1, keep_bytes=one_prompt)
+    fresh = BatchEngine(llm, parallel=1, n_ctx=512, threads=1, reuse=False)
+
+    async def score(engine: BatchEngine, prompt: list[int]) -> Any:
+        return (await engine.run(Job(tokens=prompt, plan=None))).logits
+
+    try:
+        for end in (40, 47, 48, 49, 56, 63, 64, 65, 70):
+            for turn in (0, 1, 0, 2, 1, 2):
+                prompt = conversations[turn][:end]
+                got, expected = (asyncio.run(score(e, prompt)) for e in (keeping, fresh))
+                assert (got == expected).all(), f"conversation {turn}, {end} tokens"
+        assert keeping.kept.restored > 20 and keeping.kept.saved > 20
+        assert 0 < keeping.kept.bytes <= one_prompt
+        assert keeping.counts.reused > 5 * keeping.counts.evaluated
+    finally:
+        keeping.close()
+        fresh.close()
+
+
+@pytest.mark.integration
+@_needs_model
+def test_a_prompt_copied_from_a_busy_sequence_gets_the_logits_of_a_fresh_one() -> None:
+    """A request whose prompt extends the prompt of a request still generating takes that
+    prefix from the busy sequence: it scores to the bits of a fresh evaluation, and the reply
+    of the busy request is the one it gives alone."""
+    backend = make_llamacpp("smollm2", {"engine": "single", "n_threads": 1, "n_batch": 16})
+    llm = backend._main()
+    prompt = llm.tokenize(b"Tell me a long story about a lighthouse keeper. " * 4, add_bos=True)
+    plan = SamplingPlan(
+        temperature=0.0, top_p=1.0, seed=1, repeat_penalty=1.0, max_tokens=24, stop=[]
+    )
+    extended = [*prompt, *llm.tokenize(b" And then?", add_bos=False)]
+    engines = [
+        BatchEngine(llm, parallel=2, n_ctx=512, threads=1, keep_bytes=2**26, reuse=reuse)
+        for reuse in (True, False)
+    ]
+
+    async def both(engine: BatchEngine) -> tuple[Any, Any]:
+        story = asyncio.ensure_future(engine.run(Job(tokens=prompt, plan=plan)))
+        await asyncio.sleep(0)  # the story is queued first
+        scored = await engine.run(Job(tokens=extended, plan=None))
+        return (await story).text, scored.logits
+
+    try:
+        (story, got), (alone, expected) = (asyncio.run(both(e)) for e in engines)
+        assert engines[0].kept.restored == 1 and engines[1].kept.restored == 0
+        assert engines[0].counts.reused >= len(prompt) - 1
+        assert (got == expected).all()
+        assert story == alone and len(story) > 20
+    finally:
+        for engine in engines:
+            engine.close()
 
 
 def test_reuse_never_leaves_a_token_alone_where_the_whole_prompt_has_company() -> None:

@@ -127,6 +127,14 @@ class LlamaCppOptions(BaseModel):
     parallel: int = Field(
         default=8, ge=1, le=64, description="Sequences the batched engine decodes together."
     )
+    kept_prompts_mb: int = Field(
+        default=1024,
+        ge=0,
+        description="Host memory (MiB) in which the batched engine keeps the KV cache of "
+        "prompts whose sequence went to another request, so that a conversation's next prompt "
+        "evaluates only its new tokens (as llama.cpp's server's --cache-ram); 0 keeps none. "
+        "The replies do not change.",
+    )
 
 
 class AdapterAlias(NamedTuple):
@@ -377,7 +385,8 @@ class LlamaCppBackend(Backend):
                 f"batched {ENGINE_VERSION} ({self.options.parallel} sequences, "
                 f"{self.batch_threads()} threads "
                 f"of the {usable_cores()} cores this process may use, one decode at a time "
-                "across the process's models, prompts kept for reuse); single for token "
+                "across the process's models, prompts kept for reuse, up to "
+                f"{self.options.kept_prompts_mb} MiB of them in host memory); single for token "
                 "log-probabilities"
             )
         return described
@@ -445,6 +454,7 @@ class LlamaCppBackend(Backend):
                     n_ctx=self.options.n_ctx,
                     threads=self.batch_threads(),
                     reuse=self.options.reuse_prefix is not False,
+                    keep_bytes=self.options.kept_prompts_mb * 2**20,
                 )
                 # Closed when this backend is collected (or at exit): a context holds the KV
                 # cache of every sequence (hundreds of MB), and its thread would keep it alive.

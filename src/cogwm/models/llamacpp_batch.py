@@ -50,6 +50,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cogwm.models.llamacpp_kept import (
+    MIN_KEPT_TOKENS,
+    KeptPrompt,
+    KeptPrompts,
+    common_prefix,
+    copy_in,
+    copy_out,
+)
 from cogwm.models.types import BackendError, FailureKind
 
 if TYPE_CHECKING:
@@ -132,14 +140,6 @@ class PromptCounts:
         self.evaluated += evaluated
 
 
-def _common_prefix(kept: list[int], tokens: list[int]) -> int:
-    """How many leading tokens ``kept`` and ``tokens`` share."""
-    for index, (a, b) in enumerate(zip(kept, tokens, strict=False)):
-        if a != b:
-            return index
-    return min(len(kept), len(tokens))
-
-
 def reuse_start(kept: int, n_tokens: int, n_batch: int) -> int:
     """Where to start evaluating a prompt of ``n_tokens`` whose first ``kept`` are cached.
 
@@ -174,7 +174,14 @@ class BatchEngine:
     """Decodes the requests in flight of one model (and adapter) together; see the module."""
 
     def __init__(
-        self, llm: Llama, *, parallel: int, n_ctx: int, threads: int, reuse: bool = True
+        self,
+        llm: Llama,
+        *,
+        parallel: int,
+        n_ctx: int,
+        threads: int,
+        reuse: bool = True,
+        keep_bytes: int = 0,
     ) -> None:
         self.llm = llm
         self.parallel = parallel
@@ -184,6 +191,8 @@ class BatchEngine:
         #: With an adapter, each sequence's step is a decode call of its own (see the module).
         self.steps_apart = getattr(llm, "_lora_adapter", None) is not None
         self.counts = PromptCounts()
+        #: Prompts whose sequence went to another request, in host memory (see llamacpp_kept).
+        self.kept = KeptPrompts(keep_bytes if reuse else 0)
         self._ctx = self._new_context()
         self._batch = self._new_batch()
         self._queue: queue.Queue[Job] = queue.Queue()
@@ -320,21 +329,55 @@ class BatchEngine:
 
     def _take_slot(self, tokens: list[int]) -> int:
         """The free sequence whose kept prompt shares the longest prefix with ``tokens`` (ties:
-        the one used longest ago, so that recent prompts stay for their conversations)."""
+        the one used longest ago, so that recent prompts stay for their conversations). Where
+        a prompt in host memory or in a busy sequence shares a longer one, it is copied into
+        the free sequence used longest ago instead. A prompt a sequence loses is copied out."""
         best = max(
             self._free,
-            key=lambda slot: (_common_prefix(self._cached[slot], tokens), -self._last_use[slot]),
+            key=lambda slot: (common_prefix(self._cached[slot], tokens), -self._last_use[slot]),
         )
+        shared = common_prefix(self._cached[best], tokens)
+        if self.reuse:
+            donor, donor_shared = self._best_donor(tokens)
+            if donor is not None and donor_shared >= shared + MIN_KEPT_TOKENS:
+                best = min(self._free, key=lambda slot: self._last_use[slot])
+                self._copy_donor(donor, donor_shared, best)
+            elif len(self._cached[best]) - shared >= MIN_KEPT_TOKENS:
+                self.kept.save(self._ctx.ctx, best, self._cached[best])
         self._free.remove(best)
         self._last_use[best] = max(self._last_use) + 1
         return best
+
+    def _best_donor(self, tokens: list[int]) -> tuple[KeptPrompt | int | None, int]:
+        """The kept prompt, or the busy sequence, sharing the longest prefix with ``tokens``,
+        and that length (a kept prompt on ties: it needs no copy out)."""
+        prompt, shared = self.kept.best(tokens)
+        donor: KeptPrompt | int | None = prompt
+        for slot in range(self.parallel):
+            if slot not in self._free:
+                busy_shared = common_prefix(self._cached[slot], tokens)
+                if busy_shared > shared:
+                    donor, shared = slot, busy_shared
+        return donor, shared
+
+    def _copy_donor(self, donor: KeptPrompt | int, shared: int, slot: int) -> None:
+        """Copy ``donor``'s cache (a kept prompt, or a busy sequence's first ``shared`` tokens)
+        into free sequence ``slot``, whose own prompt is copied out first."""
+        ctx = self._ctx.ctx
+        if isinstance(donor, KeptPrompt):
+            state, held = self.kept.take(donor).state, donor.tokens
+        else:
+            state, held = copy_out(ctx, donor), self._cached[donor][:shared]
+        self.kept.save(ctx, slot, self._cached[slot])
+        self._cached[slot] = held if state is not None and copy_in(ctx, state, slot) else []
+        self.kept.restored += bool(self._cached[slot])
 
     def _evaluate_prompt(self, tokens: list[int], slot: int) -> int:
         """Evaluate what the sequence's cache lacks of ``tokens``; the batch index of the last
         token's logits. Remembers the tokens a later prompt may reuse."""
         import llama_cpp.llama_cpp as raw
 
-        kept = _common_prefix(self._cached[slot], tokens) if self.reuse else 0
+        kept = common_prefix(self._cached[slot], tokens) if self.reuse else 0
         start = reuse_start(kept, len(tokens), self.llm.n_batch)
         raw.llama_memory_seq_rm(raw.llama_get_memory(self._ctx.ctx), slot, start, -1)
         self._cached[slot] = tokens[:start]
