@@ -25,6 +25,7 @@ from cogwm.models.llamacpp_batch import (
     reuse_start,
     usable_cores,
 )
+from cogwm.models.llamacpp_kept import copy_in, copy_out
 from cogwm.models.types import BackendReply, BackendRequest, Message, Sampling
 from helpers_world_model_calls import Recorded, record_world_model_calls
 
@@ -80,7 +81,7 @@ def test_with_the_adapter_batched_replies_are_the_one_at_a_time_replies(
     alone = _replies(backend, requests, together=False)
     together = _replies(backend, requests, together=True)
     engine = backend._batch_engine
-    assert engine is not None and engine.counts.reused > 0 and engine.kept.restored > 0
+    assert engine is not None and engine.counts.reused > 0 and engine.kept.copied_in > 0
     expected = alone if sampling == "greedy" else [e for _, e in simulator_calls]
     for one, many, first in zip(expected, together, alone, strict=True):
         assert isinstance(json.loads(many.text), dict)
@@ -130,8 +131,11 @@ def test_a_prompt_taken_from_a_kept_cache_gets_the_logits_of_a_fresh_one(model: 
 def test_a_prompt_continued_from_host_memory_gets_the_logits_of_a_fresh_one(model: str) -> None:
     """Three conversations take turns in one sequence, each turn's prompt extending the
     conversation's last: each turn copies the last conversation's prompt out and this one's
-    back in (room for two copies, so the oldest is dropped too), and every prompt scores to
-    the bits of an engine that evaluates it whole."""
+    back in, and every prompt scores to the bits of an engine that evaluates it whole. With
+    room for all copies, nearly every prompt token is reused; with room for one and a half,
+    the oldest copies are dropped and the budget holds."""
+    import llama_cpp.llama_cpp as raw
+
     backend = make_llamacpp(model, {"engine": "single", "n_threads": 1, "n_batch": 16})
     llm = backend._main()
     conversations = [
@@ -142,24 +146,31 @@ def test_a_prompt_continued_from_host_memory_gets_the_logits_of_a_fresh_one(mode
             b"The exam is in ten days and I failed the midterm, so I cannot sleep at all. ",
         )
     ]
-    one_prompt = 2 * 64 * 23 * 1024  # bytes: KV cells of ~64 tokens, two of them
-    keeping = BatchEngine(llm, parallel=1, n_ctx=512, threads=1, keep_bytes=one_prompt)
     fresh = BatchEngine(llm, parallel=1, n_ctx=512, threads=1, reuse=False)
 
     async def score(engine: BatchEngine, prompt: list[int]) -> Any:
         return (await engine.run(Job(tokens=prompt, plan=None))).logits
 
+    asyncio.run(score(fresh, conversations[0][:70]))
+    tight = 3 * raw.llama_state_seq_get_size(fresh._ctx.ctx, 0) // 2  # 1.5 prompts of 70 tokens
     try:
-        for end in (40, 47, 48, 49, 56, 63, 64, 65, 70):
-            for turn in (0, 1, 0, 2, 1, 2):
-                prompt = conversations[turn][:end]
-                got, expected = (asyncio.run(score(e, prompt)) for e in (keeping, fresh))
-                assert (got == expected).all(), f"conversation {turn}, {end} tokens"
-        assert keeping.kept.restored > 20 and keeping.kept.saved > 20
-        assert 0 < keeping.kept.bytes <= one_prompt
-        assert keeping.counts.reused > 5 * keeping.counts.evaluated
+        for room in (2**26, tight):
+            keeping = BatchEngine(llm, parallel=1, n_ctx=512, threads=1, keep_bytes=room)
+            try:
+                for end in (40, 47, 48, 49, 56, 63, 64, 65, 70):
+                    for turn in (0, 1, 0, 2, 1, 2):
+                        prompt = conversations[turn][:end]
+                        got, expected = (asyncio.run(score(e, prompt)) for e in (keeping, fresh))
+                        assert (got == expected).all(), f"conversation {turn}, {end} tokens"
+            finally:
+                keeping.close()
+            kept, counts = keeping.kept, keeping.counts
+            assert kept.copied_in > 10 and kept.saved > 20 and 0 < kept.nbytes <= room
+            if room == tight:
+                assert kept.dropped > 0
+            else:
+                assert kept.dropped == 0 and counts.reused > 5 * counts.evaluated
     finally:
-        keeping.close()
         fresh.close()
 
 
@@ -167,13 +178,14 @@ def test_a_prompt_continued_from_host_memory_gets_the_logits_of_a_fresh_one(mode
 @_needs_model
 def test_a_prompt_copied_from_a_busy_sequence_gets_the_logits_of_a_fresh_one() -> None:
     """A request whose prompt extends the prompt of a request still generating takes that
-    prefix from the busy sequence: it scores to the bits of a fresh evaluation, and the reply
-    of the busy request is the one it gives alone."""
+    prefix from the busy sequence (whose copy holds the reply so far too, dropped): it scores
+    to the bits of a fresh evaluation, and the reply of the busy request is the one it gives
+    alone."""
     backend = make_llamacpp("smollm2", {"engine": "single", "n_threads": 1, "n_batch": 16})
     llm = backend._main()
     prompt = llm.tokenize(b"Tell me a long story about a lighthouse keeper. " * 4, add_bos=True)
     plan = SamplingPlan(
-        temperature=0.0, top_p=1.0, seed=1, repeat_penalty=1.0, max_tokens=24, stop=[]
+        temperature=0.0, top_p=1.0, seed=1, repeat_penalty=1.0, max_tokens=48, stop=[]
     )
     extended = [*prompt, *llm.tokenize(b" And then?", add_bos=False)]
     engines = [
@@ -183,19 +195,44 @@ def test_a_prompt_copied_from_a_busy_sequence_gets_the_logits_of_a_fresh_one() -
 
     async def both(engine: BatchEngine) -> tuple[Any, Any]:
         story = asyncio.ensure_future(engine.run(Job(tokens=prompt, plan=plan)))
-        await asyncio.sleep(0)  # the story is queued first
+        while not any(len(r.completion) >= 4 for r in list(engine._running)):
+            await asyncio.sleep(0.005)  # until the story has a few tokens of its reply
         scored = await engine.run(Job(tokens=extended, plan=None))
         return (await story).text, scored.logits
 
     try:
         (story, got), (alone, expected) = (asyncio.run(both(e)) for e in engines)
-        assert engines[0].kept.restored == 1 and engines[1].kept.restored == 0
+        assert engines[0].kept.copied_in == 1 and engines[1].kept.copied_in == 0
         assert engines[0].counts.reused >= len(prompt) - 1
         assert (got == expected).all()
         assert story == alone and len(story) > 20
     finally:
         for engine in engines:
             engine.close()
+
+
+@pytest.mark.integration
+@_needs_model
+def test_a_copy_that_lacks_cells_of_its_prompt_is_refused() -> None:
+    """A copy goes into a sequence only if it holds every position of the prompt it stands
+    for (llama.cpp leaves out the cells a sliding attention window no longer sees); the
+    sequence is left empty otherwise."""
+    import llama_cpp.llama_cpp as raw
+
+    llm = make_llamacpp("smollm2", {"engine": "single", "n_threads": 1})._main()
+    engine = BatchEngine(llm, parallel=2, n_ctx=256, threads=1, keep_bytes=2**24)
+    prompt = llm.tokenize(b"A lighthouse keeper lived alone on a rock. " * 5, add_bos=True)
+    try:
+        engine._prefill(prompt, 0)
+        ctx, memory = engine._ctx.ctx, raw.llama_get_memory(engine._ctx.ctx)
+        state = copy_out(ctx, 0)
+        assert copy_in(ctx, state, 1, len(prompt))
+        assert raw.llama_memory_seq_pos_max(memory, 1) == len(prompt) - 1
+        assert not copy_in(ctx, state, 1, len(prompt) + 1)
+        assert raw.llama_memory_seq_pos_max(memory, 1) == -1
+        assert engine.copies  # SmolLM2 has no sliding window
+    finally:
+        engine.close()
 
 
 def test_reuse_never_leaves_a_token_alone_where_the_whole_prompt_has_company() -> None:

@@ -132,8 +132,9 @@ class LlamaCppOptions(BaseModel):
         ge=0,
         description="Host memory (MiB) in which the batched engine keeps the KV cache of "
         "prompts whose sequence went to another request, so that a conversation's next prompt "
-        "evaluates only its new tokens (as llama.cpp's server's --cache-ram); 0 keeps none. "
-        "The replies do not change.",
+        "evaluates only its new tokens (as llama.cpp's server's --cache-ram); 0 keeps none "
+        "(a prefix may still be copied from a busy sequence). Each model (a base and its "
+        "adapter form apart) has its own. The replies do not change.",
     )
 
 

@@ -65,8 +65,9 @@ if TYPE_CHECKING:
 
 #: The engine's version, shown by ``cogwm models check``. (batch3: prompt reuse; with an
 #: adapter each sequence's step is a decode call of its own, which made every reply the
-#: one-at-a-time path's.) Not part of the model identity while the replies are the same.
-ENGINE_VERSION = "batch3"
+#: one-at-a-time path's. batch4: prompts copied to and from host memory and busy sequences.)
+#: Not part of the model identity while the replies are the same.
+ENGINE_VERSION = "batch4"
 
 #: ``single`` serves one request at a time; anything else, the batched engine (the default).
 ENGINE_ENV = "COGWM_LLAMA_ENGINE"
@@ -191,8 +192,11 @@ class BatchEngine:
         #: With an adapter, each sequence's step is a decode call of its own (see the module).
         self.steps_apart = getattr(llm, "_lora_adapter", None) is not None
         self.counts = PromptCounts()
+        #: Whether prefixes may be copied between sequences: a copy of a model with a sliding
+        #: attention window lacks the cells a shorter prefix needs (see llamacpp_kept).
+        self.copies = reuse and _sliding_window(llm) == 0
         #: Prompts whose sequence went to another request, in host memory (see llamacpp_kept).
-        self.kept = KeptPrompts(keep_bytes if reuse else 0)
+        self.kept = KeptPrompts(keep_bytes if self.copies else 0)
         self._ctx = self._new_context()
         self._batch = self._new_batch()
         self._queue: queue.Queue[Job] = queue.Queue()
@@ -332,21 +336,21 @@ class BatchEngine:
         the one used longest ago, so that recent prompts stay for their conversations). Where
         a prompt in host memory or in a busy sequence shares a longer one, it is copied into
         the free sequence used longest ago instead. A prompt a sequence loses is copied out."""
-        best = max(
+        slot = max(
             self._free,
-            key=lambda slot: (common_prefix(self._cached[slot], tokens), -self._last_use[slot]),
+            key=lambda free: (common_prefix(self._cached[free], tokens), -self._last_use[free]),
         )
-        shared = common_prefix(self._cached[best], tokens)
-        if self.reuse:
+        shared = common_prefix(self._cached[slot], tokens)
+        if self.copies:
             donor, donor_shared = self._best_donor(tokens)
             if donor is not None and donor_shared >= shared + MIN_KEPT_TOKENS:
-                best = min(self._free, key=lambda slot: self._last_use[slot])
-                self._copy_donor(donor, donor_shared, best)
-            elif len(self._cached[best]) - shared >= MIN_KEPT_TOKENS:
-                self.kept.save(self._ctx.ctx, best, self._cached[best])
-        self._free.remove(best)
-        self._last_use[best] = max(self._last_use) + 1
-        return best
+                slot = min(self._free, key=lambda free: self._last_use[free])
+                self._copy_donor(donor, donor_shared, slot)
+            elif len(self._cached[slot]) - shared >= MIN_KEPT_TOKENS:
+                self.kept.save(self._ctx.ctx, slot, self._cached[slot])
+        self._free.remove(slot)
+        self._last_use[slot] = max(self._last_use) + 1
+        return slot
 
     def _best_donor(self, tokens: list[int]) -> tuple[KeptPrompt | int | None, int]:
         """The kept prompt, or the busy sequence, sharing the longest prefix with ``tokens``,
@@ -369,8 +373,10 @@ class BatchEngine:
         else:
             state, held = copy_out(ctx, donor), self._cached[donor][:shared]
         self.kept.save(ctx, slot, self._cached[slot])
-        self._cached[slot] = held if state is not None and copy_in(ctx, state, slot) else []
-        self.kept.restored += bool(self._cached[slot])
+        # A copy llama.cpp refuses is dropped: the prompt is evaluated again.
+        copied = state is not None and copy_in(ctx, state, slot, len(held))
+        self._cached[slot] = held if copied else []
+        self.kept.copied_in += copied
 
     def _evaluate_prompt(self, tokens: list[int], slot: int) -> int:
         """Evaluate what the sequence's cache lacks of ``tokens``; the batch index of the last
@@ -496,6 +502,13 @@ class BatchEngine:
                 return
             if job.future.set_running_or_notify_cancel():
                 job.future.set_exception(BackendError(FailureKind.SERVER, why))
+
+
+def _sliding_window(llm: Llama) -> int:
+    """The model's sliding attention window in tokens (0: none)."""
+    import llama_cpp.llama_cpp as raw
+
+    return int(raw.llama_model_n_swa(llm._model.model))
 
 
 def _max_tokens(requested: int, prompt_tokens: int, n_ctx: int) -> int:

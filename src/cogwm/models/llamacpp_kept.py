@@ -7,9 +7,12 @@ another request, the KV cache of the prompt it held is copied out to host memory
 back into a free sequence (``llama_state_seq_set_data``) and only the new tokens are evaluated.
 A copy is a few milliseconds for a prompt that takes seconds to evaluate on a CPU.
 
-The copy holds the cells' K and V bits and positions, and a sequence's stream is filled from its
-first cell both when a prompt is evaluated and when it is copied back, so a prompt continued
-from a copy gets the bits of one evaluated whole (the equivalence tests check it).
+The copy holds the cells' K and V bits and positions. Copying back first empties the sequence
+(llama.cpp's ``seq_rm`` moves the stream's head to its first cell), so the cells land at the
+offsets a prompt evaluated whole would fill, and a prompt continued from a copy gets that
+prompt's bits (the equivalence tests check it). A copy is taken only where it holds every cell
+of its prompt: llama.cpp leaves out the cells a sliding attention window no longer sees, which
+a shorter prefix of the prompt would need, so models with such a window are not copied.
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ class KeptPrompt:
     state: Any  # a ctypes uint8 array
 
 
-def common_prefix(kept: list[int], tokens: list[int]) -> int:
-    """How many leading tokens ``kept`` and ``tokens`` share."""
-    for index, (a, b) in enumerate(zip(kept, tokens, strict=False)):
+def common_prefix(first: list[int], second: list[int]) -> int:
+    """How many leading tokens ``first`` and ``second`` share."""
+    for index, (a, b) in enumerate(zip(first, second, strict=False)):
         if a != b:
             return index
-    return min(len(kept), len(tokens))
+    return min(len(first), len(second))
 
 
 def copy_out(ctx: Any, seq: int) -> Any:
@@ -52,14 +55,21 @@ def copy_out(ctx: Any, seq: int) -> Any:
     return state
 
 
-def copy_in(ctx: Any, state: Any, seq: int) -> bool:
-    """Replace sequence ``seq``'s cache with ``state``; False (and the sequence empty) if
-    llama.cpp refused it."""
+def copy_in(ctx: Any, state: Any, seq: int, n_tokens: int) -> bool:
+    """Replace sequence ``seq``'s cache with ``state``, which must hold the cells of positions
+    0 to ``n_tokens - 1``; False (and the sequence empty) if llama.cpp refused it or it holds
+    less."""
     import llama_cpp.llama_cpp as raw
 
-    if raw.llama_state_seq_set_data(ctx, state, len(state), seq) == len(state):
+    memory = raw.llama_get_memory(ctx)
+    raw.llama_memory_seq_rm(memory, seq, -1, -1)
+    if (
+        raw.llama_state_seq_set_data(ctx, state, len(state), seq) == len(state)
+        and raw.llama_memory_seq_pos_min(memory, seq) == 0
+        and raw.llama_memory_seq_pos_max(memory, seq) >= n_tokens - 1
+    ):
         return True
-    raw.llama_memory_seq_rm(raw.llama_get_memory(ctx), seq, -1, -1)
+    raw.llama_memory_seq_rm(memory, seq, -1, -1)
     return False
 
 
@@ -70,10 +80,11 @@ class KeptPrompts:
         self.budget_bytes = budget_bytes
         self.prompts: list[KeptPrompt] = []
         self.saved = 0  #: prompts copied out since the engine started
-        self.restored = 0  #: prompts copied back (from here or from another sequence)
+        self.dropped = 0  #: copies dropped to stay within the budget
+        self.copied_in = 0  #: prefixes copied into a sequence (from here or a busy sequence)
 
     @property
-    def bytes(self) -> int:
+    def nbytes(self) -> int:
         """Host memory the kept prompts take."""
         return sum(len(p.state) for p in self.prompts)
 
@@ -99,8 +110,11 @@ class KeptPrompts:
 
         if self.budget_bytes <= 0 or len(tokens) < MIN_KEPT_TOKENS:
             return
-        if any(common_prefix(p.tokens, tokens) == len(tokens) for p in self.prompts):
-            return  # a kept prompt already holds all of these
+        covering = [p for p in self.prompts if common_prefix(p.tokens, tokens) == len(tokens)]
+        if covering:  # a kept prompt already holds all of these: it is the newest again
+            self.prompts.remove(covering[0])
+            self.prompts.append(covering[0])
+            return
         raw.llama_memory_seq_rm(raw.llama_get_memory(ctx), seq, len(tokens), -1)
         state = copy_out(ctx, seq)
         if state is None or len(state) > self.budget_bytes:
@@ -109,5 +123,6 @@ class KeptPrompts:
         self.prompts = [p for p in self.prompts if common_prefix(p.tokens, tokens) < len(p.tokens)]
         self.prompts.append(KeptPrompt(list(tokens), state))
         self.saved += 1
-        while self.bytes > self.budget_bytes:
+        while self.nbytes > self.budget_bytes:
             self.prompts.pop(0)
+            self.dropped += 1
