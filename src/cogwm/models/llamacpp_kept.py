@@ -21,7 +21,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-#: Fewer tokens than this are not worth a copy (evaluating them costs about what copying does).
+#: A copy must save at least this many tokens of evaluation (fewer are not worth its memory).
 MIN_KEPT_TOKENS = 32
 
 
